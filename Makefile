@@ -1,0 +1,37 @@
+# The two commands a newcomer runs: `make run` and `make test`. Everything else is a step of those.
+MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
+PROMPT ?= What is the capital of France?
+BIN := build/novaserve
+FUZZ_SECONDS ?= 20
+export NOVASERVE_SHARED_DIR ?= $(abspath ../shared)
+
+.PHONY: setup build run test unit fuzz bench format clean
+
+setup:
+	tools/setup.sh
+
+build: setup
+	cmake --preset cpu >/dev/null
+	cmake --build --preset cpu
+
+run: build
+	$(BIN) generate --model $(MODEL) --prompt "$(PROMPT)" --chat --temperature 0 --max-tokens 64
+
+unit: build
+	cd build && ctest --output-on-failure -j2
+
+fuzz: setup
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz
+	tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
+
+test: unit fuzz
+
+bench: build
+	tools/bench_cpu.sh
+
+format:
+	find src tests bench -name '*.h' -o -name '*.cpp' -o -name '*.cu' | xargs clang-format -i
+
+clean:
+	rm -rf build build-fuzz build-asan build-debug
