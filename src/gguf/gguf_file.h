@@ -59,12 +59,17 @@ class GgufFile {
   Result<int64_t> get_int(std::string_view key) const;
   Result<double> get_float(std::string_view key) const;
   Result<bool> get_bool(std::string_view key) const;
+  /// The array stored under `key` (pointer valid while this object lives). Errors: kNotFound, or
+  /// kInvalidInput when the value is not an array. Check `elem_type` before reading items.
+  Result<const GgufArray*> get_array(std::string_view key) const;
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   /// nullptr when absent.
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   /// Pointer to a tensor's bytes inside the mapping (valid while this object lives).
-  const uint8_t* tensor_data(const GgufTensorInfo& t) const { return base_ + data_offset_ + t.offset; }
+  const uint8_t* tensor_data(const GgufTensorInfo& t) const {
+    return base_ + data_offset_ + t.offset;
+  }
 
  private:
   GgufFile() = default;

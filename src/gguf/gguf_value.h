@@ -2,6 +2,7 @@
 // CONTRACT (other layers code against this header).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -43,7 +44,9 @@ struct GgufValue {
   std::variant<uint64_t, int64_t, double, bool, std::string, GgufArray> v;
 
   bool is_integer() const;
-  bool is_float() const { return type == GgufValueType::kFloat32 || type == GgufValueType::kFloat64; }
+  bool is_float() const {
+    return type == GgufValueType::kFloat32 || type == GgufValueType::kFloat64;
+  }
   /// Integer value (signed or unsigned) as int64; precondition is_integer().
   int64_t as_int() const;
   /// Numeric value as double; precondition is_integer() || is_float().
@@ -57,5 +60,11 @@ struct GgufKv {
   std::string key;
   GgufValue value;
 };
+
+/// Human-readable rendering for `inspect` and messages: numbers as decimal, strings quoted with
+/// control/non-ASCII bytes escaped (\n, \xNN), arrays as "[a, b, c, ... (N items)]" showing at
+/// most `max_items` elements (nested arrays too) and strings cut to `max_string_bytes`.
+std::string gguf_value_to_string(const GgufValue& value, size_t max_items = 8,
+                                 size_t max_string_bytes = 120);
 
 }  // namespace novaserve

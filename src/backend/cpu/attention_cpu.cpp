@@ -1,0 +1,54 @@
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/vec_f32.h"
+
+namespace novaserve::cpu {
+
+void store_kv_seq(const float* k, const float* v, const AttentionSeq& seq,
+                  const AttentionShape& s) {
+  const int64_t kv_dim = static_cast<int64_t>(s.n_head_kv) * s.head_dim;
+  const size_t head_bytes = static_cast<size_t>(s.head_dim) * sizeof(float);
+  for (int32_t i = 0; i < seq.n_new; ++i) {
+    const int64_t row = seq.row_begin + i;
+    const int64_t pos = seq.pos0 + i;
+    for (int32_t h = 0; h < s.n_head_kv; ++h) {
+      const int64_t dst = (h * seq.kv.capacity + pos) * s.head_dim;
+      std::memcpy(seq.kv.k + dst, k + row * kv_dim + h * s.head_dim, head_bytes);
+      std::memcpy(seq.kv.v + dst, v + row * kv_dim + h * s.head_dim, head_bytes);
+    }
+  }
+}
+
+void attention_head(const float* q, const AttentionSeq& seq, const AttentionShape& s, int32_t h,
+                    float* out, float* scratch) {
+  const int64_t q_dim = static_cast<int64_t>(s.n_head) * s.head_dim;
+  const int32_t kvh = h / (s.n_head / s.n_head_kv);
+  const int64_t hd = s.head_dim;
+  const float* kbase = seq.kv.k + kvh * seq.kv.capacity * hd;
+  const float* vbase = seq.kv.v + kvh * seq.kv.capacity * hd;
+  for (int32_t i = 0; i < seq.n_new; ++i) {
+    const int64_t row = seq.row_begin + i;
+    const float* qi = q + row * q_dim + h * hd;
+    float* oi = out + row * q_dim + h * hd;
+    const int64_t n_keys = static_cast<int64_t>(seq.pos0) + i + 1;  // causal: keys <= own position
+    float max_s = -INFINITY;
+    for (int64_t j = 0; j < n_keys; ++j) {
+      const float sj = vec::dot(qi, kbase + j * hd, hd) * s.scale;
+      scratch[j] = sj;
+      max_s = std::max(max_s, sj);
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n_keys; ++j) {
+      scratch[j] = std::exp(scratch[j] - max_s);
+      sum += scratch[j];
+    }
+    std::fill(oi, oi + hd, 0.0f);
+    for (int64_t j = 0; j < n_keys; ++j) vec::axpy(scratch[j], vbase + j * hd, oi, hd);
+    vec::scale(oi, 1.0f / sum, hd);
+  }
+}
+
+}  // namespace novaserve::cpu

@@ -1,0 +1,118 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+
+#include "backend/cpu/cpu_kernels.h"
+
+namespace novaserve {
+
+namespace {
+
+// Below this much work (elements touched) a row-wise op runs on the calling thread: handing
+// rows to the pool costs a few microseconds, more than normalising one 4k row.
+constexpr int64_t kParallelMinWork = 1 << 15;
+// Query rows per attention task: small enough to balance a long prefill across threads, large
+// enough that a task amortises its hand-off.
+constexpr int32_t kAttentionRowsPerTask = 16;
+
+}  // namespace
+
+CpuBackend::CpuBackend(int n_threads) : pool_(n_threads), scratch_(pool_.size()) {}
+
+template <typename Fn>
+void CpuBackend::for_rows(int64_t n_rows, int64_t row_cost, const Fn& fn) {
+  if (n_rows * row_cost < kParallelMinWork || pool_.size() == 1) {
+    for (int64_t r = 0; r < n_rows; ++r) fn(r);
+    return;
+  }
+  const int64_t n_chunks = std::min<int64_t>(n_rows, 4 * pool_.size());
+  pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
+    const int64_t begin = n_rows * chunk / n_chunks;
+    const int64_t end = n_rows * (chunk + 1) / n_chunks;
+    for (int64_t r = begin; r < end; ++r) fn(r);
+  });
+}
+
+void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+                        ActQuant mode) {
+  novaserve::matmul(w.data, w.type, w.n_in, w.n_out, x, n_rows, y, pool_, mode);
+}
+
+void CpuBackend::embed(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) {
+  for_rows(n, table.n_in * 4,
+           [&](int64_t r) { cpu::embed_row(table, ids[r], out + r * table.n_in); });
+}
+
+void CpuBackend::add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows,
+                              int64_t dim, float eps, float* out) {
+  for_rows(n_rows, dim, [&](int64_t r) {
+    cpu::add_rms_norm_row(x + r * dim, delta != nullptr ? delta + r * dim : nullptr, w, dim, eps,
+                          out + r * dim);
+  });
+}
+
+void CpuBackend::add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
+  for (int64_t r = 0; r < n_rows; ++r) cpu::add_bias_row(x + r * dim, bias, dim);
+}
+
+void CpuBackend::rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p, float* table) {
+  for_rows(n_rows, 64 * p.n_rot,
+           [&](int64_t r) { cpu::rope_table_row(pos[r], p, table + r * p.n_rot); });
+}
+
+void CpuBackend::rope(float* x, int64_t n_rows, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+                      RopeOrdering ordering, const float* table) {
+  const int64_t row = static_cast<int64_t>(n_heads) * head_dim;
+  for_rows(n_rows, row, [&](int64_t r) {
+    cpu::rope_row(x + r * row, n_heads, head_dim, n_rot, ordering, table + r * n_rot);
+  });
+}
+
+void CpuBackend::store_kv(const float* k, const float* v, const AttentionSeq* seqs, int32_t n_seqs,
+                          const AttentionShape& shape) {
+  for (int32_t s = 0; s < n_seqs; ++s) cpu::store_kv_seq(k, v, seqs[s], shape);
+}
+
+void CpuBackend::attention(const float* q, const AttentionSeq* seqs, int32_t n_seqs,
+                           const AttentionShape& shape, float* out) {
+  int64_t max_keys = 0;
+  tasks_.clear();  // keeps its capacity: no allocation once the largest batch has been seen
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    const AttentionSeq& seq = seqs[s];
+    max_keys = std::max<int64_t>(max_keys, static_cast<int64_t>(seq.pos0) + seq.n_new);
+    // A block of rows of a sequence is itself a valid AttentionSeq: its first row sits at
+    // position pos0 + r0 and sees the same keys as in the whole-sequence call.
+    for (int32_t r0 = 0; r0 < seq.n_new; r0 += kAttentionRowsPerTask) {
+      AttentionSeq block = seq;
+      block.row_begin = seq.row_begin + r0;
+      block.pos0 = seq.pos0 + r0;
+      block.n_new = std::min(kAttentionRowsPerTask, seq.n_new - r0);
+      for (int32_t h = 0; h < shape.n_head; ++h) tasks_.push_back({block, h});
+    }
+  }
+  // Scores need one float per key; size every thread's buffer to the cache capacity seen so far
+  // so that a growing context does not reallocate each step.
+  for (auto& buf : scratch_) {
+    if (static_cast<int64_t>(buf.size()) < max_keys) {
+      int64_t cap = max_keys;
+      for (int32_t s = 0; s < n_seqs; ++s) cap = std::max(cap, seqs[s].kv.capacity);
+      buf.resize(cap);
+    }
+  }
+  pool_.parallel_for(static_cast<int64_t>(tasks_.size()), [&](int64_t t, int thread) {
+    const AttentionTask& task = tasks_[t];
+    cpu::attention_head(q, task.seq, shape, task.head, out, scratch_[thread].data());
+  });
+}
+
+void CpuBackend::swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim,
+                        float* out) {
+  for_rows(n_rows, 8 * dim,
+           [&](int64_t r) { cpu::swiglu_row(gate + r * dim, up + r * dim, dim, out + r * dim); });
+}
+
+void CpuBackend::softmax(float* x, int64_t n_rows, int64_t n) {
+  for_rows(n_rows, 8 * n, [&](int64_t r) { cpu::softmax_row(x + r * n, n); });
+}
+
+}  // namespace novaserve

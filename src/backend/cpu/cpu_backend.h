@@ -1,0 +1,54 @@
+// CpuBackend: the reference Backend, multithreaded over a ThreadPool.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/thread_pool.h"
+
+namespace novaserve {
+
+/// Runs the ops on `n_threads` threads (<= 0: all cores). Matmuls split output columns across
+/// threads; attention splits (sequence, head, block of query rows); row-wise ops split rows once a
+/// call has enough work to pay for the hand-off. Each row is computed by one thread with the same
+/// code whatever the split, so results are independent of the thread count and the batch.
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int n_threads = 0);
+
+  const char* name() const override { return "cpu"; }
+  int n_threads() const override { return pool_.size(); }
+  ThreadPool& pool() { return pool_; }
+
+  void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+              ActQuant mode) override;
+  void embed(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) override;
+  void add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows, int64_t dim,
+                    float eps, float* out) override;
+  void add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) override;
+  void rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p, float* table) override;
+  void rope(float* x, int64_t n_rows, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+            RopeOrdering ordering, const float* table) override;
+  void store_kv(const float* k, const float* v, const AttentionSeq* seqs, int32_t n_seqs,
+                const AttentionShape& shape) override;
+  void attention(const float* q, const AttentionSeq* seqs, int32_t n_seqs,
+                 const AttentionShape& shape, float* out) override;
+  void swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim, float* out) override;
+  void softmax(float* x, int64_t n_rows, int64_t n) override;
+
+ private:
+  // Calls fn(row) for rows [0, n_rows), split across threads when n_rows * row_cost is large.
+  template <typename Fn>
+  void for_rows(int64_t n_rows, int64_t row_cost, const Fn& fn);
+
+  ThreadPool pool_;
+  std::vector<std::vector<float>> scratch_;  // per thread: attention scores
+  struct AttentionTask {
+    AttentionSeq seq;  // a block of query rows of one sequence
+    int32_t head;
+  };
+  std::vector<AttentionTask> tasks_;  // grow-only
+};
+
+}  // namespace novaserve

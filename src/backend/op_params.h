@@ -1,0 +1,65 @@
+// Plain parameter structs of the backend ops (no framework types, so GPU kernels can take them
+// by value). Pointers are host pointers for the CPU backend and device pointers for a GPU one.
+#pragma once
+
+#include <cstdint>
+
+#include "quant/ggml_type.h"
+
+namespace novaserve {
+
+/// A weight matrix W[n_out][n_in] stored row by row in a ggml type: row o starts at
+/// data + o * ggml_row_bytes(type, n_in). (In GGUF terms the tensor's dims are {n_in, n_out}.)
+struct WeightMatrix {
+  const void* data = nullptr;
+  GgmlType type = GgmlType::kF32;
+  int64_t n_in = 0;
+  int64_t n_out = 0;
+};
+
+/// Which dimensions RoPE rotates together within a head (Su et al. 2021, RoFormer).
+enum class RopeOrdering {
+  kNormal,  ///< adjacent pairs (x[2i], x[2i+1]); GPT-J / Meta's original Llama layout
+  kNeox,    ///< halves (x[i], x[i + n_rot/2]); GPT-NeoX / HF rotate_half layout
+};
+
+/// RoPE frequencies: theta_i(pos) = pos * freq_scale * freq_base^(-2i/n_rot) / freq_factors[i]
+/// for i < n_rot/2. freq_scale = 1/factor implements linear scaling; freq_factors (llama3
+/// scaling or a GGUF `rope_freqs.weight` tensor) may be null, meaning all ones.
+struct RopeParams {
+  int32_t n_rot = 0;  ///< rotated dims per head, even, <= head_dim; the rest pass through
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;
+  const float* freq_factors = nullptr;  ///< n_rot/2 divisors or null
+  RopeOrdering ordering = RopeOrdering::kNormal;
+};
+
+/// The K and V storage of one sequence for one layer, f32, head-major:
+/// k[(h * capacity + t) * head_dim + d] is key dim d of KV head h at position t (same for v).
+/// Head-major keeps each head's keys contiguous for the attention loop over positions.
+struct KvLayerView {
+  float* k = nullptr;
+  float* v = nullptr;
+  int64_t capacity = 0;  ///< positions the view can hold
+};
+
+/// One sequence's part of a batched attention call. Its new tokens are rows
+/// [row_begin, row_begin + n_new) of the q/k/v/out activations and have positions
+/// pos0 .. pos0 + n_new - 1; positions 0 .. pos0 - 1 are already in `kv`.
+struct AttentionSeq {
+  int64_t row_begin = 0;
+  int32_t n_new = 0;
+  int32_t pos0 = 0;
+  KvLayerView kv;
+};
+
+/// Attention geometry. Query head h reads KV head h / (n_head / n_head_kv) (GQA, Ainslie et al.
+/// 2023). scale is usually 1/sqrt(head_dim).
+struct AttentionShape {
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;
+  float scale = 1.0f;
+};
+
+}  // namespace novaserve

@@ -1,0 +1,29 @@
+// Subcommand registration for the novaserve CLI. Each subcommand lives in its own
+// src/cli/<cmd>.cpp and exposes one register function called from main.cpp.
+#pragma once
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace novaserve {
+
+/// Adds `inspect FILE`: prints a GGUF file's header, metadata and tensor table to stdout. When the
+/// subcommand runs it sets `exit_code` to 0 for a valid file, or to 2 after printing a one-line
+/// error to stderr for a missing, unreadable or invalid file. `exit_code` must outlive `app`'s
+/// parse.
+void register_inspect(CLI::App& app, int& exit_code);
+
+/// Adds `generate --model M --prompt P [...]`: runs the model on the CPU and streams the
+/// completion to stdout, timing to stderr. Sets `exit_code` to 0 on success, or to 2 after a
+/// one-line error on stderr (missing/invalid model file, unsupported architecture, bad flag
+/// values such as a negative temperature).
+void register_generate(CLI::App& app, int& exit_code);
+
+/// Adds `tokenize --model M (--text T | --file F) [--ids-only] [--no-bos] [--special]`: prints
+/// the token ids of the text (with pieces unless --ids-only) on one line. Sets `exit_code` to 0,
+/// or to 2 after a one-line error on stderr (missing/invalid model, unreadable file, both or
+/// neither of --text/--file).
+void register_tokenize(CLI::App& app, int& exit_code);
+
+}  // namespace novaserve

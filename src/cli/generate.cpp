@@ -1,0 +1,192 @@
+// `novaserve generate`: one prompt through the model on the CPU, streaming the completion.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/commands.h"
+#include "engine/sampler.h"
+#include "engine/sequence_kv_cache.h"
+#include "gguf/gguf_file.h"
+#include "model/llama_model.h"
+#include "tokenizer/detokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace novaserve {
+namespace {
+
+struct GenerateOptions {
+  std::string model;
+  std::string prompt;
+  int64_t max_tokens = 128;
+  float temperature = 0.8f;
+  float top_p = 0.95f;
+  int32_t top_k = 40;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int64_t seed = -1;
+  bool chat = false;
+  int threads = 0;
+  bool exact = false;
+  bool ignore_eos = false;
+};
+
+// Prompt tokens per forward step during prefill: bounds the activation buffers for long prompts.
+constexpr int64_t kPrefillChunk = 512;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+int fail(const std::string& message) {
+  std::string line = message;
+  std::replace(line.begin(), line.end(), '\n', ' ');  // the error contract is one line
+  std::fprintf(stderr, "novaserve generate: error: %s\n", line.c_str());
+  return 2;
+}
+
+// Built-in ChatML rendering of one user message (SmolLM2's template without a system prompt);
+// the Jinja chat-template engine replaces it.
+std::string chatml_user_prompt(const std::string& user) {
+  return "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
+}
+
+int run_generate(const GenerateOptions& o) {
+  if (o.max_tokens < 1) return fail("--max-tokens must be >= 1");
+  if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
+  SamplingParams sp;
+  sp.temperature = o.temperature;
+  sp.top_k = o.top_k;
+  sp.top_p = o.top_p;
+  sp.min_p = o.min_p;
+  sp.repetition_penalty = o.repeat_penalty;
+  sp.presence_penalty = o.presence_penalty;
+  sp.frequency_penalty = o.frequency_penalty;
+  if (o.seed >= 0) sp.seed = static_cast<uint64_t>(o.seed);
+
+  auto file = GgufFile::open(o.model);
+  if (!file.ok()) return fail(file.error().message);
+  std::shared_ptr<const GgufFile> gguf(std::move(file.value()));
+  auto tokenizer = Tokenizer::from_gguf(*gguf);
+  if (!tokenizer.ok()) return fail(o.model + ": " + tokenizer.error().message);
+  const Tokenizer& tok = **tokenizer;
+  auto model_r = LlamaModel::create(gguf, std::make_unique<CpuBackend>(o.threads));
+  if (!model_r.ok()) return fail(o.model + ": " + model_r.error().message);
+  LlamaModel& model = **model_r;
+  const ModelConfig& cfg = model.config();
+  if (tok.n_vocab() > cfg.n_vocab) {
+    return fail(o.model + ": tokenizer has " + std::to_string(tok.n_vocab()) +
+                " tokens but the embedding only " + std::to_string(cfg.n_vocab));
+  }
+  if (auto st = sp.validate(static_cast<int32_t>(cfg.n_vocab)); !st.ok()) {
+    return fail(st.error().message);
+  }
+
+  const std::string text = o.chat ? chatml_user_prompt(o.prompt) : o.prompt;
+  const std::vector<int32_t> prompt =
+      tok.encode(text, /*add_special=*/true, /*parse_special=*/o.chat);
+  if (prompt.empty()) return fail("the prompt is empty");
+  const auto n_prompt = static_cast<int64_t>(prompt.size());
+  if (n_prompt >= cfg.n_ctx_train) {
+    return fail("the prompt has " + std::to_string(n_prompt) + " tokens; the model's context is " +
+                std::to_string(cfg.n_ctx_train));
+  }
+  const int64_t max_new = std::min(o.max_tokens, cfg.n_ctx_train - n_prompt);
+  auto kv = SequenceKvCache::create(cfg, n_prompt + max_new);
+  if (!kv.ok()) return fail(kv.error().message);
+  const ActQuant mode = o.exact ? ActQuant::kNone : ActQuant::kQ8;
+
+  // Prefill.
+  const auto t_prefill = Clock::now();
+  for (int64_t begin = 0; begin < n_prompt; begin += kPrefillChunk) {
+    const int64_t n = std::min(kPrefillChunk, n_prompt - begin);
+    ForwardSeq seq{{prompt.data() + begin, static_cast<size_t>(n)},
+                   static_cast<int32_t>(kv->size()),
+                   kv->view(),
+                   false};
+    if (auto st = model.forward({&seq, 1}, mode); !st.ok()) return fail(st.error().message);
+    if (auto st = kv->advance(n); !st.ok()) return fail(st.error().message);
+  }
+  const double prefill_s = seconds_since(t_prefill);
+
+  // Decode: sample, stream, feed back. The first token comes from the prefill's logits.
+  Sampler sampler(sp, static_cast<int32_t>(cfg.n_vocab), prompt);
+  IncrementalDetokenizer detok(tok, DetokenizeFrom::kContinuation);
+  const auto t_decode = Clock::now();
+  int64_t n_generated = 0;
+  int64_t n_decode_steps = 0;
+  for (;;) {
+    const int32_t id = sampler.sample(model.logits(0));
+    if (tok.is_eog(id) && !o.ignore_eos) break;
+    ++n_generated;
+    const std::string piece = detok.push(id);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    if (n_generated == max_new) break;
+    ForwardSeq seq{{&id, 1}, static_cast<int32_t>(kv->size()), kv->view(), false};
+    if (auto st = model.forward({&seq, 1}, mode); !st.ok()) return fail(st.error().message);
+    if (auto st = kv->advance(1); !st.ok()) return fail(st.error().message);
+    ++n_decode_steps;
+  }
+  const double decode_s = seconds_since(t_decode);
+  const std::string tail = detok.flush();
+  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+
+  std::fprintf(stderr,
+               "novaserve generate: %s mode, %d threads\n"
+               "  prompt:     %lld tokens in %.1f ms (%.1f tok/s)\n"
+               "  generation: %lld tokens, %lld decode steps in %.1f ms (%.1f tok/s)\n",
+               o.exact ? "exact" : "fast (q8 activations)", model.backend().n_threads(),
+               static_cast<long long>(n_prompt), prefill_s * 1e3, n_prompt / prefill_s,
+               static_cast<long long>(n_generated), static_cast<long long>(n_decode_steps),
+               decode_s * 1e3, n_decode_steps > 0 ? n_decode_steps / decode_s : 0.0);
+  return 0;
+}
+
+}  // namespace
+
+void register_generate(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<GenerateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "generate", "Generate a completion for one prompt on the CPU, streaming it to stdout");
+  cmd->add_option("--model,-m", opts->model, "GGUF model file")->required();
+  cmd->add_option("--prompt,-p", opts->prompt, "prompt text")->required();
+  cmd->add_option("--max-tokens,-n", opts->max_tokens, "maximum tokens to generate")
+      ->capture_default_str();
+  cmd->add_option("--temperature,-t", opts->temperature, "sampling temperature; 0 = greedy")
+      ->capture_default_str();
+  cmd->add_option("--top-p", opts->top_p, "nucleus sampling mass in (0, 1]; 1 = off")
+      ->capture_default_str();
+  cmd->add_option("--top-k", opts->top_k, "keep the k most likely tokens; 0 = off")
+      ->capture_default_str();
+  cmd->add_option("--min-p", opts->min_p, "drop tokens below min_p * p_max; 0 = off")
+      ->capture_default_str();
+  cmd->add_option("--repeat-penalty", opts->repeat_penalty,
+                  "repetition penalty over prompt and output; 1 = off")
+      ->capture_default_str();
+  cmd->add_option("--presence-penalty", opts->presence_penalty, "in [-2, 2]")
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", opts->frequency_penalty, "in [-2, 2]")
+      ->capture_default_str();
+  cmd->add_option("--seed,-s", opts->seed, "sampling seed; -1 = random")->capture_default_str();
+  cmd->add_flag("--chat", opts->chat,
+                "wrap the prompt as one user message (built-in ChatML rendering)");
+  cmd->add_option("--threads", opts->threads, "CPU threads; 0 = all cores")->capture_default_str();
+  cmd->add_flag("--exact", opts->exact,
+                "f32 activations in every matmul (default: 8-bit activations, faster)");
+  cmd->add_flag("--ignore-eos", opts->ignore_eos,
+                "keep generating past end-of-generation tokens (benchmarks)");
+  cmd->callback([opts, &exit_code] { exit_code = run_generate(*opts); });
+}
+
+}  // namespace novaserve

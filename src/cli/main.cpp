@@ -1,0 +1,33 @@
+// novaserve command-line entry point: one CLI11 app, one subcommand per src/cli/<cmd>.cpp.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"novaserve: Llama-family inference server and tools", "novaserve"};
+  app.set_version_flag("--version", NOVASERVE_VERSION);
+  app.require_subcommand(1);
+
+  // Subcommand callbacks run inside parse() and store their exit status here.
+  int exit_code = 0;
+  novaserve::register_inspect(app, exit_code);
+  novaserve::register_generate(app, exit_code);
+  novaserve::register_tokenize(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help/--version arrive as "errors" with exit code 0: CLI11 prints them.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    // Every usage error exits 2 with one line on stderr (CLI11's own codes, e.g. 105, and its
+    // two-line "Run with --help" form are not part of our contract).
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    std::fprintf(stderr, "novaserve: error: %s (see --help)\n", msg.c_str());
+    return 2;
+  }
+  return exit_code;
+}

@@ -1,0 +1,101 @@
+// The contract between the HTTP layer (src/server) and the engine (src/engine): what a request
+// carries in, and what the engine streams back. CONTRACT: both sides code against this header.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "engine/sampling_params.h"
+
+namespace novaserve {
+
+/// Why a sequence ended. Exactly one per request (docs/engine.md).
+enum class FinishReason {
+  kStop,    ///< an end-of-generation token or a stop token id (the server also maps stop strings)
+  kLength,  ///< max_tokens reached, or the context is full
+  kAbort,   ///< cancelled (client gone, timeout, shutdown)
+  kError,   ///< the engine failed this request (message in StepOutput::error)
+};
+
+/// "stop" | "length" | "abort" | "error" (OpenAI / vLLM finish_reason strings).
+const char* finish_reason_name(FinishReason r);
+
+/// One alternative token and its log-probability: natural-log softmax of the raw model logits
+/// (vLLM's default "raw_logprobs" mode), before temperature and penalties.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+/// What the engine emits for a request: one per generated token, and a final one carrying
+/// `finish`. A request's outputs arrive in order, on the engine thread.
+struct StepOutput {
+  /// The generated token; -1 in a final output that carries no token (abort, error, or a finish
+  /// decided without sampling).
+  int32_t token = -1;
+  float logprob = 0.0f;                    ///< log-prob of `token` (when logprobs requested)
+  std::vector<TokenLogprob> top_logprobs;  ///< top `EngineRequest::top_logprobs` alternatives
+  std::optional<FinishReason> finish;      ///< set on the request's last output only
+  std::string error;                       ///< message when finish == kError
+  int32_t prompt_tokens = 0;               ///< usage: prompt length
+  int32_t cached_prompt_tokens = 0;        ///< prompt tokens served from the prefix cache
+  int32_t generated_tokens = 0;            ///< usage: tokens generated so far, this one included
+};
+
+/// Called by the engine thread for every StepOutput. It must not block (post to an I/O strand).
+using OutputCallback = std::function<void(StepOutput&&)>;
+
+/// A tokenized, validated generation request handed to the engine.
+struct EngineRequest {
+  uint64_t id = 0;
+  std::vector<int32_t> prompt;  ///< >= 1 token; prompt + max_tokens <= context (checked by caller)
+  SamplingParams sampling;      ///< already validated
+  int32_t max_tokens = 16;      ///< >= 1
+  int32_t min_tokens = 0;       ///< EOG/stop ids are suppressed until this many tokens
+  bool ignore_eos = false;      ///< do not stop at EOG tokens
+  std::vector<int32_t> stop_token_ids;  ///< extra ids that end the request with kStop
+  int32_t top_logprobs = -1;    ///< -1: no logprobs; 0..20: logprob of the token plus N top ones
+  int32_t priority = 0;         ///< lower runs first (vLLM convention); FCFS within a priority
+  /// Set by anyone (client gone, stop string matched, timeout, shutdown); the engine checks it at
+  /// every step and frees the sequence's KV blocks in that step, ending it with kAbort.
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
+  OutputCallback on_output;
+};
+
+/// Engine statistics for /metrics and /health (a snapshot; all counters monotonic).
+struct EngineStats {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  double kv_cache_usage = 0.0;  ///< referenced blocks / total blocks, in [0, 1]
+  int64_t num_preemptions = 0;
+  int64_t prefix_cache_queries = 0;  ///< prompt tokens looked up in the prefix cache
+  int64_t prefix_cache_hits = 0;     ///< of those, tokens found
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_free = 0;
+};
+
+/// What the HTTP layer needs from the engine. Implemented by the real engine (src/engine) and by
+/// test fakes.
+class EngineClient {
+ public:
+  virtual ~EngineClient() = default;
+  /// Queues a request. Errors: kUnsupported/kInvalidInput if it can never run (too long for the
+  /// KV pool); the caller maps "queue full" itself using stats().num_waiting.
+  virtual Status submit(EngineRequest request) = 0;
+  /// Wakes the engine thread so it sees new cancel flags promptly (cheap, thread-safe).
+  virtual void notify() = 0;
+  virtual EngineStats stats() const = 0;
+  /// Vocabulary size and context length, for validation in the HTTP layer.
+  virtual int32_t n_vocab() const = 0;
+  virtual int32_t context_length() const = 0;
+};
+
+}  // namespace novaserve

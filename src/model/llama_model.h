@@ -1,0 +1,80 @@
+// LlamaModel: the forward pass of the Llama family (llama, mistral, qwen2) over a Backend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/result.h"
+#include "gguf/gguf_file.h"
+#include "model/kv_view.h"
+#include "model/model_config.h"
+#include "model/model_weights.h"
+
+namespace novaserve {
+
+/// One sequence's part of a batched forward step.
+struct ForwardSeq {
+  std::span<const int32_t> tokens;  ///< new tokens (>= 1), each in [0, n_vocab)
+  /// Position of tokens[0]; the cache must already hold positions 0 .. pos0 - 1 of this
+  /// sequence (the caller tracks it, e.g. SequenceKvCache::size()).
+  int32_t pos0 = 0;
+  KvSequenceView kv;        ///< where this sequence's K/V live; needs pos0 + n <= capacity
+  bool all_logits = false;  ///< logits for every new token, else only for the last one
+};
+
+/// A loaded model: config, validated weights and the backend that runs them.
+///
+/// forward() is batched over sequences: every sequence's new tokens form consecutive rows of one
+/// activation matrix, so each weight is streamed once per step for the whole batch. Workspace
+/// buffers grow to the largest step seen and are reused, so steady-state steps do not allocate.
+/// Not thread-safe: one thread drives a model at a time.
+class LlamaModel {
+ public:
+  /// Reads the config and weights of `file` (which the model keeps alive) and binds `backend`.
+  /// Errors: those of ModelConfig::from_gguf and ModelWeights::from_gguf.
+  static Result<std::unique_ptr<LlamaModel>> create(std::shared_ptr<const GgufFile> file,
+                                                    std::unique_ptr<Backend> backend);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  Backend& backend() { return *backend_; }
+
+  /// Runs one step for `seqs`, writing their new K/V into their caches, and computes logits.
+  /// `mode`: ActQuant::kNone (exact f32 activations) or kQ8 (8-bit activations, faster).
+  /// Errors (nothing is computed): kInvalidInput for an empty sequence, a token id outside the
+  /// vocabulary, a negative pos0, or a cache too small for pos0 + n new tokens.
+  Status forward(std::span<const ForwardSeq> seqs, ActQuant mode);
+
+  /// Logits (n_vocab floats) of the last forward(): sequence `seq`'s new token `token`
+  /// (-1 = the last one). Non-last tokens are available only when that sequence asked for
+  /// all_logits. Valid until the next forward().
+  const float* logits(size_t seq, int32_t token = -1) const;
+
+ private:
+  LlamaModel() = default;
+  void ensure_capacity(int64_t n_rows, int64_t n_logit_rows);
+  void run_layer(int64_t il, int64_t n_rows, ActQuant mode);
+
+  std::shared_ptr<const GgufFile> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::unique_ptr<Backend> backend_;
+  RopeParams rope_;
+  AttentionShape attn_shape_;
+
+  // Step state, sized grow-only.
+  int64_t rows_capacity_ = 0;
+  int64_t logit_rows_capacity_ = 0;
+  std::vector<int32_t> ids_, pos_;
+  std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_, act_, rope_table_;
+  std::vector<float> final_h_, logits_;
+  std::vector<AttentionSeq> attn_seqs_;
+  std::vector<int64_t> seq_logit_row_;   // per sequence: first logits row
+  std::vector<uint8_t> seq_all_logits_;  // per sequence: all_logits flag
+  std::vector<int32_t> seq_n_tokens_;    // per sequence: new tokens
+};
+
+}  // namespace novaserve

@@ -1,0 +1,233 @@
+// CpuBackend ops other than matmul, against hand-computed values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/vec_f32.h"
+#include "quant/dequantize.h"
+#include "quant/quantize.h"
+
+namespace novaserve {
+namespace {
+
+TEST(CpuOpsTest, RmsNormWithFusedResidualAdd) {
+  CpuBackend b(1);
+  // Row 0: x = [1, 2] + delta [2, 2] = [3, 4]; mean square 12.5.
+  // Row 1: x = [0, 1] + delta [0, 0]; mean square 0.5.
+  std::vector<float> x = {1, 2, 0, 1};
+  std::vector<float> delta = {2, 2, 0, 0};
+  std::vector<float> w = {1, 2};
+  std::vector<float> out(4);
+  b.add_rms_norm(x.data(), delta.data(), w.data(), 2, 2, 0.0f, out.data());
+  EXPECT_FLOAT_EQ(x[0], 3);
+  EXPECT_FLOAT_EQ(x[1], 4);
+  EXPECT_NEAR(out[0], 3 / std::sqrt(12.5), 1e-6);
+  EXPECT_NEAR(out[1], 2 * 4 / std::sqrt(12.5), 1e-6);
+  EXPECT_NEAR(out[2], 0, 1e-6);
+  EXPECT_NEAR(out[3], 2 / std::sqrt(0.5), 1e-5);
+  // Without delta and with eps: x = [3, 4] -> r = 1/sqrt(12.5 + 0.5).
+  b.add_rms_norm(x.data(), nullptr, w.data(), 1, 2, 0.5f, out.data());
+  EXPECT_FLOAT_EQ(x[0], 3);
+  EXPECT_NEAR(out[0], 3 / std::sqrt(13.0), 1e-6);
+}
+
+TEST(CpuOpsTest, AddBias) {
+  CpuBackend b(1);
+  std::vector<float> x = {1, 2, 3, 4};
+  std::vector<float> bias = {10, 20};
+  b.add_bias(x.data(), bias.data(), 2, 2);
+  EXPECT_EQ(x, (std::vector<float>{11, 22, 13, 24}));
+}
+
+TEST(CpuOpsTest, RopeNormalOrderingRotatesAdjacentPairs) {
+  CpuBackend b(1);
+  // head_dim 4, n_rot 4, base 100: theta_0 = pos, theta_1 = pos / 10.
+  RopeParams p;
+  p.n_rot = 4;
+  p.freq_base = 100.0f;
+  const int32_t pos[] = {2};
+  std::vector<float> table(4);
+  b.rope_table(pos, 1, p, table.data());
+  EXPECT_NEAR(table[0], std::cos(2.0), 1e-7);
+  EXPECT_NEAR(table[1], std::cos(0.2), 1e-7);
+  EXPECT_NEAR(table[2], std::sin(2.0), 1e-7);
+  EXPECT_NEAR(table[3], std::sin(0.2), 1e-7);
+  std::vector<float> x = {1, 0, 0, 1};  // pair (x0, x1) = (1, 0), pair (x2, x3) = (0, 1)
+  b.rope(x.data(), 1, 1, 4, 4, RopeOrdering::kNormal, table.data());
+  EXPECT_NEAR(x[0], std::cos(2.0), 1e-6);
+  EXPECT_NEAR(x[1], std::sin(2.0), 1e-6);
+  EXPECT_NEAR(x[2], -std::sin(0.2), 1e-6);
+  EXPECT_NEAR(x[3], std::cos(0.2), 1e-6);
+}
+
+TEST(CpuOpsTest, RopeNeoxOrderingRotatesHalvesAndPassesTheRest) {
+  CpuBackend b(1);
+  // head_dim 6, n_rot 4: pairs (0, 2) with theta_0, (1, 3) with theta_1; dims 4, 5 untouched.
+  RopeParams p;
+  p.n_rot = 4;
+  p.freq_base = 100.0f;
+  p.ordering = RopeOrdering::kNeox;
+  const int32_t pos[] = {3};
+  std::vector<float> table(4);
+  b.rope_table(pos, 1, p, table.data());
+  // Two heads; the second must get the same rotation.
+  std::vector<float> x = {1, 1, 0, 0, 7, 8, 1, 1, 0, 0, 7, 8};
+  b.rope(x.data(), 1, 2, 6, 4, RopeOrdering::kNeox, table.data());
+  for (int h = 0; h < 2; ++h) {
+    const float* xh = x.data() + 6 * h;
+    EXPECT_NEAR(xh[0], std::cos(3.0), 1e-6);
+    EXPECT_NEAR(xh[2], std::sin(3.0), 1e-6);
+    EXPECT_NEAR(xh[1], std::cos(0.3), 1e-6);
+    EXPECT_NEAR(xh[3], std::sin(0.3), 1e-6);
+    EXPECT_EQ(xh[4], 7);
+    EXPECT_EQ(xh[5], 8);
+  }
+}
+
+TEST(CpuOpsTest, RopeLinearScalingAndFrequencyFactors) {
+  CpuBackend b(1);
+  RopeParams p;
+  p.n_rot = 4;
+  p.freq_base = 100.0f;
+  p.freq_scale = 0.5f;             // linear scaling by 2: theta_i = pos / 2 * inv_freq_i
+  const float factors[] = {1, 4};  // and theta_1 divided by 4
+  p.freq_factors = factors;
+  const int32_t pos[] = {8};
+  std::vector<float> table(4);
+  b.rope_table(pos, 1, p, table.data());
+  EXPECT_NEAR(table[0], std::cos(4.0), 1e-7);        // 8 * 0.5 * 1
+  EXPECT_NEAR(table[1], std::cos(0.4 / 4.0), 1e-7);  // 8 * 0.5 * 0.1 / 4
+  EXPECT_NEAR(table[3], std::sin(0.1), 1e-7);
+}
+
+// One head, head_dim 2, two cached positions.
+TEST(CpuOpsTest, AttentionIsCausalSoftmaxOverCache) {
+  CpuBackend b(2);
+  AttentionShape shape{1, 1, 2, 1.0f};
+  std::vector<float> kcache(2 * 4, 0.0f), vcache(2 * 4, 0.0f);  // capacity 4
+  AttentionSeq seq;
+  seq.row_begin = 0;
+  seq.n_new = 2;
+  seq.pos0 = 0;
+  seq.kv = KvLayerView{kcache.data(), vcache.data(), 4};
+  const std::vector<float> k = {1, 0, 0, 1};  // k0 = (1, 0), k1 = (0, 1)
+  const std::vector<float> v = {1, 2, 3, 4};  // v0 = (1, 2), v1 = (3, 4)
+  b.store_kv(k.data(), v.data(), &seq, 1, shape);
+  EXPECT_EQ(kcache[2], 0);
+  EXPECT_EQ(kcache[3], 1);
+  EXPECT_EQ(vcache[2], 3);
+  const std::vector<float> q = {5, 5, std::log(3.0f), 0};
+  std::vector<float> out(4);
+  b.attention(q.data(), &seq, 1, shape, out.data());
+  // Row 0 sees only position 0: out = v0.
+  EXPECT_FLOAT_EQ(out[0], 1);
+  EXPECT_FLOAT_EQ(out[1], 2);
+  // Row 1: scores (ln 3, 0) -> weights (3/4, 1/4): out = 0.75 v0 + 0.25 v1 = (1.5, 2.5).
+  EXPECT_NEAR(out[2], 1.5, 1e-6);
+  EXPECT_NEAR(out[3], 2.5, 1e-6);
+}
+
+TEST(CpuOpsTest, AttentionGroupsQueryHeadsOntoKvHeads) {
+  CpuBackend b(2);
+  // 4 query heads, 2 KV heads, head_dim 1, one cached position plus the new one.
+  AttentionShape shape{4, 2, 1, 1.0f};
+  const int64_t cap = 2;
+  std::vector<float> kc(2 * cap, 0.0f), vc(2 * cap, 0.0f);
+  AttentionSeq first{0, 1, 0, KvLayerView{kc.data(), vc.data(), cap}};
+  const std::vector<float> k0 = {0, 0}, v0 = {10, 20};  // position 0: KV head 0 -> 10, head 1 -> 20
+  b.store_kv(k0.data(), v0.data(), &first, 1, shape);
+  AttentionSeq second{0, 1, 1, KvLayerView{kc.data(), vc.data(), cap}};
+  const std::vector<float> k1 = {0, 0}, v1 = {30, 40};  // position 1
+  b.store_kv(k1.data(), v1.data(), &second, 1, shape);
+  // All scores 0: each head averages its KV head's two values.
+  const std::vector<float> q = {1, 2, 3, 4};
+  std::vector<float> out(4);
+  b.attention(q.data(), &second, 1, shape, out.data());
+  EXPECT_FLOAT_EQ(out[0], 20);  // heads 0, 1 -> KV head 0: (10 + 30) / 2
+  EXPECT_FLOAT_EQ(out[1], 20);
+  EXPECT_FLOAT_EQ(out[2], 30);  // heads 2, 3 -> KV head 1: (20 + 40) / 2
+  EXPECT_FLOAT_EQ(out[3], 30);
+}
+
+TEST(CpuOpsTest, LongPrefillAttentionIndependentOfThreadCount) {
+  // 40 rows split into blocks of query rows across threads: same bits as one thread.
+  AttentionShape shape{2, 1, 16, 0.25f};
+  const int64_t n = 40, cap = 48;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> q(n * 32), k(n * 16), v(n * 16);
+  for (auto* vec : {&q, &k, &v}) {
+    for (auto& x : *vec) x = dist(rng);
+  }
+  std::vector<float> out1(n * 32), out2(n * 32);
+  for (int threads : {1, 2}) {
+    CpuBackend b(threads);
+    std::vector<float> kc(16 * cap), vc(16 * cap);
+    AttentionSeq seq{0, static_cast<int32_t>(n), 0, KvLayerView{kc.data(), vc.data(), cap}};
+    b.store_kv(k.data(), v.data(), &seq, 1, shape);
+    b.attention(q.data(), &seq, 1, shape, threads == 1 ? out1.data() : out2.data());
+  }
+  EXPECT_EQ(out1, out2);
+}
+
+TEST(CpuOpsTest, SwigluAndSoftmax) {
+  CpuBackend b(1);
+  const std::vector<float> gate = {0, 1, -2};
+  const std::vector<float> up = {5, 2, 1};
+  std::vector<float> out(3);
+  b.swiglu(gate.data(), up.data(), 1, 3, out.data());
+  EXPECT_FLOAT_EQ(out[0], 0);
+  EXPECT_NEAR(out[1], 2.0 / (1.0 + std::exp(-1.0)), 1e-6);
+  EXPECT_NEAR(out[2], -2.0 / (1.0 + std::exp(2.0)), 1e-6);
+
+  std::vector<float> x = {0, std::log(3.0f), 100, 100};
+  b.softmax(x.data(), 2, 2);
+  EXPECT_NEAR(x[0], 0.25, 1e-6);
+  EXPECT_NEAR(x[1], 0.75, 1e-6);
+  EXPECT_NEAR(x[2], 0.5, 1e-6);  // large equal logits: no overflow
+  EXPECT_NEAR(x[3], 0.5, 1e-6);
+}
+
+TEST(CpuOpsTest, EmbedGathersQuantizedRows) {
+  CpuBackend b(1);
+  // A Q8_0 table of 3 rows x 32: row r holds r + j/32.
+  std::vector<float> rows(3 * 32);
+  for (int r = 0; r < 3; ++r) {
+    for (int j = 0; j < 32; ++j) rows[r * 32 + j] = r + j / 32.0f;
+  }
+  const uint64_t rb = *ggml_row_bytes(GgmlType::kQ8_0, 32);
+  std::vector<uint8_t> q(3 * rb);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(quantize_row(GgmlType::kQ8_0, rows.data() + r * 32, q.data() + r * rb, 32).ok());
+  }
+  WeightMatrix table{q.data(), GgmlType::kQ8_0, 32, 3};
+  const int32_t ids[] = {2, 0};
+  std::vector<float> out(64);
+  b.embed(table, ids, 2, out.data());
+  std::vector<float> want(32);
+  ASSERT_TRUE(dequantize_row(GgmlType::kQ8_0, q.data() + 2 * rb, want.data(), 32).ok());
+  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 32), want);
+  for (int j = 0; j < 32; ++j) EXPECT_NEAR(out[j], 2 + j / 32.0f, 2.0 / 127);  // Q8_0 step
+  for (int j = 0; j < 32; ++j) EXPECT_NEAR(out[32 + j], j / 32.0f, 1.0 / 127);
+}
+
+TEST(CpuOpsTest, VecKernelsMatchScalarArithmetic) {
+  std::vector<float> a(37), b(37);
+  std::iota(a.begin(), a.end(), 1.0f);
+  std::iota(b.begin(), b.end(), -5.0f);
+  double want = 0;
+  for (int i = 0; i < 37; ++i) want += double(a[i]) * b[i];
+  EXPECT_NEAR(vec::dot(a.data(), b.data(), 37), want, 1e-3);
+  std::vector<float> y(37, 1.0f);
+  vec::axpy(2.0f, a.data(), y.data(), 37);
+  for (int i = 0; i < 37; ++i) EXPECT_FLOAT_EQ(y[i], 1 + 2 * a[i]);
+  vec::scale(y.data(), 0.5f, 37);
+  for (int i = 0; i < 37; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * (1 + 2 * a[i]));
+}
+
+}  // namespace
+}  // namespace novaserve

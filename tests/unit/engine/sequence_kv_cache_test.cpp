@@ -1,0 +1,56 @@
+#include "engine/sequence_kv_cache.h"
+
+#include <gtest/gtest.h>
+
+namespace novaserve {
+namespace {
+
+ModelConfig small_config() {
+  ModelConfig c;
+  c.n_layer = 3;
+  c.n_head = 4;
+  c.n_head_kv = 2;
+  c.head_dim = 8;
+  return c;
+}
+
+TEST(SequenceKvCacheTest, LayoutIsContiguousPerLayer) {
+  auto kv = SequenceKvCache::create(small_config(), 10);
+  ASSERT_TRUE(kv.ok());
+  EXPECT_EQ(kv->capacity(), 10);
+  EXPECT_EQ(kv->size(), 0);
+  const KvSequenceView v = kv->view();
+  EXPECT_EQ(v.capacity, 10);
+  EXPECT_EQ(v.layer_stride, 2 * 8 * 10);  // kv_dim * capacity floats per layer
+  const KvLayerView l2 = v.layer(2);
+  EXPECT_EQ(l2.k, v.k + 2 * v.layer_stride);
+  EXPECT_EQ(l2.v, v.v + 2 * v.layer_stride);
+  EXPECT_EQ(l2.capacity, 10);
+}
+
+TEST(SequenceKvCacheTest, AdvanceTracksSizeAndRejectsOverflow) {
+  auto kv = SequenceKvCache::create(small_config(), 4);
+  ASSERT_TRUE(kv.ok());
+  EXPECT_TRUE(kv->advance(3).ok());
+  EXPECT_EQ(kv->size(), 3);
+  auto st = kv->advance(2);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidInput);
+  EXPECT_EQ(kv->size(), 3);
+  EXPECT_FALSE(kv->advance(-1).ok());
+  EXPECT_TRUE(kv->advance(1).ok());
+  kv->clear();
+  EXPECT_EQ(kv->size(), 0);
+}
+
+TEST(SequenceKvCacheTest, RejectsBadCapacity) {
+  EXPECT_FALSE(SequenceKvCache::create(small_config(), 0).ok());
+  // 3 layers * 2 (K, V) * 16 floats * 4 bytes = 384 bytes per position.
+  auto big = SequenceKvCache::create(small_config(), 1000, /*max_bytes=*/384 * 999);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("MiB"), std::string::npos);
+  EXPECT_TRUE(SequenceKvCache::create(small_config(), 999, 384 * 999).ok());
+}
+
+}  // namespace
+}  // namespace novaserve
