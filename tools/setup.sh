@@ -24,12 +24,15 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Python tools for tests (never needed by the server itself).
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy" 2>/dev/null; then
-  echo "setup: creating .venv"
+# Python tools for tests (never needed by the server itself). Reinstalled whenever
+# tools/requirements-test.txt changes (a stamp holds the hash of the last installed version).
+req_hash=$(sha256sum tools/requirements-test.txt | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat .venv/.requirements-hash 2>/dev/null)" != "$req_hash" ]; then
+  echo "setup: installing Python test tools into .venv"
   python3 -m venv .venv
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r tools/requirements-test.txt
+  echo "$req_hash" > .venv/.requirements-hash
 fi
 
 tools/fetch_model.sh

@@ -194,6 +194,8 @@ Value Interpreter::eval_slice(const Expr& e, const ScopePtr& scope) {
   } else if (obj.is_indexable_sequence()) {
     len = static_cast<std::int64_t>(obj.items().size());
   } else {
+    // jinja2 compiles slices to a plain Python subscript (bypassing its getitem fallback), so
+    // slicing a non-sequence is a TypeError.
     fail("'" + std::string(type_name(obj)) + "' object is not subscriptable");
   }
   std::int64_t b = slice_bound(start, len, step, true);

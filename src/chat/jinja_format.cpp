@@ -440,7 +440,10 @@ std::string percent_format(std::string_view fmt, const Value& args) {
     }
     check_size(out.size());
   }
-  if (mapping == nullptr && next < positional.size()) {
+  // Python skips this check when the argument supports indexing (PyMapping_Check: dicts, and
+  // lists too), so `"abc" % [1]` is "abc".
+  bool indexable_arg = args.is_dict() || (args.is_indexable_sequence() && !args.is_tuple());
+  if (!indexable_arg && next < positional.size()) {
     fail("not all arguments converted during string formatting");
   }
   return out;

@@ -310,6 +310,7 @@ class Lexer {
   }
 
   void lex_number() {
+    if (lex_prefixed_integer()) return;
     auto digits_end = [&](size_t p) {
       while (p < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[p])) ||
                                  (src_[p] == '_' && p + 1 < src_.size() &&
@@ -345,6 +346,9 @@ class Lexer {
       t.type = TokenType::kFloat;
       t.float_value = std::strtod(text.c_str(), nullptr);
     } else {
+      if (text.size() > 1 && text[0] == '0' && text.find_first_not_of('0') != std::string::npos) {
+        fail_at(line_, "leading zeros in decimal integer literals are not permitted: " + text);
+      }
       auto v = py_parse_int(text, 10);
       if (!v) fail_at(line_, "integer literal " + text + " does not fit in 64 bits");
       t.type = TokenType::kInteger;
@@ -352,6 +356,29 @@ class Lexer {
     }
     tokens_.push_back(std::move(t));
     advance_to(e);
+  }
+
+  // 0x1F, 0o17, 0b101 (with optional '_' between digits), as jinja2's integer rule allows.
+  bool lex_prefixed_integer() {
+    if (src_[pos_] != '0' || pos_ + 2 >= src_.size()) return false;
+    char p = static_cast<char>(std::tolower(static_cast<unsigned char>(src_[pos_ + 1])));
+    int base = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+    if (base == 0) return false;
+    size_t e = pos_ + 2;
+    while (e < src_.size() &&
+           (std::isxdigit(static_cast<unsigned char>(src_[e])) || src_[e] == '_')) {
+      ++e;
+    }
+    auto v = py_parse_int(std::string_view(src_).substr(pos_, e - pos_), 0);
+    if (!v) fail_at(line_, "invalid integer literal " + src_.substr(pos_, e - pos_));
+    Token t;
+    t.type = TokenType::kInteger;
+    t.line = line_;
+    t.text = src_.substr(pos_, e - pos_);
+    t.int_value = *v;
+    tokens_.push_back(std::move(t));
+    advance_to(e);
+    return true;
   }
 
   void lex_operator(std::string* balance) {
@@ -364,6 +391,9 @@ class Lexer {
       }
     }
     char c = src_[pos_];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      throw TemplateError{"non-ASCII identifiers in tags are not supported", line_, true};
+    }
     if (std::string_view("+-/*%~[](){}<>=.:|,;").find(c) == std::string_view::npos) {
       fail_at(line_, "unexpected character '" + std::string(1, c) + "' in tag");
     }

@@ -333,7 +333,11 @@ Value binary_op(BinaryOp op, const Value& a, const Value& b) {
     }
     case BinaryOp::kFloorDiv:
     case BinaryOp::kMod: {
-      if (op == BinaryOp::kMod && a.is_string()) return Value(percent_format(a.str(), b));
+      if (op == BinaryOp::kMod && a.is_string()) {
+        // Markup's % escapes its arguments; plain str formatting would differ.
+        if (a.is_markup()) fail_unsupported("'%' formatting of a Markup string is not supported");
+        return Value(percent_format(a.str(), b));
+      }
       if (!both_numbers) fail_unsupported_operands(op == BinaryOp::kMod ? "%" : "//", a, b);
       if (any_float) {
         double div, mod;

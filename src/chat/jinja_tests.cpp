@@ -24,12 +24,9 @@ void no_args(const char* test, const CallArgs& args) {
   }
 }
 
-std::int64_t int_operand(const char* test, const Value& v) {
-  if (v.is_undefined()) fail(v.undefined_hint());
-  if (!v.is_int() && !v.is_bool()) {
-    fail(std::string("test '") + test + "' needs an integer, got " + std::string(type_name(v)));
-  }
-  return v.as_int();
+// Python `value % divisor == remainder` (floats allowed, as jinja2's odd/even/divisibleby use %).
+bool modulo_is(const Value& v, const Value& divisor, std::int64_t remainder) {
+  return py_equals(binary_op(BinaryOp::kMod, v, divisor), Value(remainder));
 }
 
 #define SIMPLE_TEST(fn, name, expr)                    \
@@ -62,15 +59,13 @@ SIMPLE_TEST(t_callable, "callable",
             v.is_callable() || v.is_undefined() || (v.is_object() && !v.is_namespace()))
 SIMPLE_TEST(t_lower, "lower", py_islower(to_str(v)))
 SIMPLE_TEST(t_upper, "upper", py_isupper(to_str(v)))
-SIMPLE_TEST(t_odd, "odd", int_operand("odd", v) % 2 != 0)
-SIMPLE_TEST(t_even, "even", int_operand("even", v) % 2 == 0)
+SIMPLE_TEST(t_odd, "odd", modulo_is(v, Value(2), 1))
+SIMPLE_TEST(t_even, "even", modulo_is(v, Value(2), 0))
 
 #undef SIMPLE_TEST
 
 bool t_divisibleby(Interpreter&, const Value& v, CallArgs& a) {
-  std::int64_t d = int_operand("divisibleby", one_arg("divisibleby", a));
-  if (d == 0) fail("integer division or modulo by zero");
-  return int_operand("divisibleby", v) % d == 0;
+  return modulo_is(v, one_arg("divisibleby", a), 0);
 }
 
 bool t_eq(Interpreter&, const Value& v, CallArgs& a) {

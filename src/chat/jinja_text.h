@@ -21,6 +21,18 @@ size_t code_point_count(std::string_view s);
 std::uint32_t decode_code_point(std::string_view s, size_t pos, size_t* len);
 void append_utf8(std::string& out, std::uint32_t cp);
 
+/// Calls f(code_point) for each code point of s (invalid bytes count as one code point each).
+template <typename F>
+void for_each_code_point(std::string_view s, F&& f) {
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t len = 0;
+    std::uint32_t cp = decode_code_point(s, pos, &len);
+    f(cp);
+    pos += len;
+  }
+}
+
 /// Python str.isspace() for one code point.
 bool is_py_space(std::uint32_t cp);
 

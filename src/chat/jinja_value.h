@@ -48,7 +48,7 @@ class Dict {
   /// Inserts or replaces, keeping the first insertion position (Python dict semantics).
   void set(Value key, Value value);
   const std::vector<std::pair<Value, Value>>& items() const { return items_; }
-  size_t size() const { return items_.size(); }
+  size_t size() const;  // out of line: clang needs Value complete to instantiate size()
   /// 1 + the deepest nested list/dict among the values.
   int depth() const { return depth_; }
 

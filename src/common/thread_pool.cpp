@@ -26,7 +26,9 @@ inline void cpu_relax(int iteration) {
 #endif
 }
 
-inline uint32_t generation_of(uint64_t counter) { return static_cast<uint32_t>(counter >> 32); }
+inline uint32_t generation_of(uint64_t counter) {
+  return static_cast<uint32_t>(counter >> 32);
+}
 
 // The pool whose task the current thread is running, to detect nested parallel_for calls.
 thread_local const ThreadPool* t_current_pool = nullptr;

@@ -57,8 +57,9 @@ class ThreadPool {
   std::mutex call_mutex_;  // serializes parallel_for callers
   Job jobs_[2];            // indexed by generation & 1
   alignas(64) std::atomic<uint64_t> counter_{0};
-  alignas(64) std::atomic<int64_t> done_{0};      // finished tasks of the current job
-  alignas(64) std::atomic<uint32_t> epoch_{0};    // == current generation; sleeping workers wait on it
+  alignas(64) std::atomic<int64_t> done_{0};  // finished tasks of the current job
+  // The current generation; sleeping workers wait on it.
+  alignas(64) std::atomic<uint32_t> epoch_{0};
   std::atomic<bool> stop_{false};
 };
 

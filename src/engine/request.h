@@ -36,6 +36,9 @@ struct TokenLogprob {
 
 /// What the engine emits for a request: one per generated token, and a final one carrying
 /// `finish`. A request's outputs arrive in order, on the engine thread.
+/// The HTTP layer reads an output with finish == kStop and token >= 0 as "this token (EOG or a
+/// stop id) ended the request": it counts in generated_tokens but adds no text or logprobs entry
+/// (vLLM's default, include_stop_str_in_output = false). [documented by the HTTP server helper]
 struct StepOutput {
   /// The generated token; -1 in a final output that carries no token (abort, error, or a finish
   /// decided without sampling).
@@ -47,6 +50,10 @@ struct StepOutput {
   int32_t prompt_tokens = 0;               ///< usage: prompt length
   int32_t cached_prompt_tokens = 0;        ///< prompt tokens served from the prefix cache
   int32_t generated_tokens = 0;            ///< usage: tokens generated so far, this one included
+  /// When the engine first scheduled the request (its queue time ends there); the default
+  /// (epoch) when not reported. Feeds novaserve_request_queue_time_seconds. [added by the HTTP
+  /// server helper]
+  std::chrono::steady_clock::time_point first_scheduled{};
 };
 
 /// Called by the engine thread for every StepOutput. It must not block (post to an I/O strand).

@@ -218,20 +218,34 @@ void deq_q6_k(const void* src, float* dst, int64_t nb) {
 
 DequantizeBlocksFn dequantize_blocks_fn(GgmlType type) {
   switch (type) {
-    case GgmlType::kF32: return deq_f32;
-    case GgmlType::kF16: return deq_f16;
-    case GgmlType::kBF16: return deq_bf16;
-    case GgmlType::kQ4_0: return deq_q4_0;
-    case GgmlType::kQ4_1: return deq_q4_1;
-    case GgmlType::kQ5_0: return deq_q5_0;
-    case GgmlType::kQ5_1: return deq_q5_1;
-    case GgmlType::kQ8_0: return deq_q8_0;
-    case GgmlType::kQ2_K: return deq_q2_k;
-    case GgmlType::kQ3_K: return deq_q3_k;
-    case GgmlType::kQ4_K: return deq_q4_k;
-    case GgmlType::kQ5_K: return deq_q5_k;
-    case GgmlType::kQ6_K: return deq_q6_k;
-    default: return nullptr;
+    case GgmlType::kF32:
+      return deq_f32;
+    case GgmlType::kF16:
+      return deq_f16;
+    case GgmlType::kBF16:
+      return deq_bf16;
+    case GgmlType::kQ4_0:
+      return deq_q4_0;
+    case GgmlType::kQ4_1:
+      return deq_q4_1;
+    case GgmlType::kQ5_0:
+      return deq_q5_0;
+    case GgmlType::kQ5_1:
+      return deq_q5_1;
+    case GgmlType::kQ8_0:
+      return deq_q8_0;
+    case GgmlType::kQ2_K:
+      return deq_q2_k;
+    case GgmlType::kQ3_K:
+      return deq_q3_k;
+    case GgmlType::kQ4_K:
+      return deq_q4_k;
+    case GgmlType::kQ5_K:
+      return deq_q5_k;
+    case GgmlType::kQ6_K:
+      return deq_q6_k;
+    default:
+      return nullptr;
   }
 }
 
@@ -239,15 +253,14 @@ Status dequantize_row(GgmlType type, const void* src, float* dst, int64_t n) {
   const DequantizeBlocksFn fn = dequantize_blocks_fn(type);
   const auto traits = ggml_type_traits(static_cast<uint32_t>(type));
   if (fn == nullptr || !traits) {
-    return Err(ErrorCode::kUnsupported,
-               "dequantize_row: unsupported tensor type id " +
-                   std::to_string(static_cast<uint32_t>(type)));
+    return Err(ErrorCode::kUnsupported, "dequantize_row: unsupported tensor type id " +
+                                            std::to_string(static_cast<uint32_t>(type)));
   }
   if (n < 0 || n % traits->block_elems != 0) {
-    return Err(ErrorCode::kInvalidInput,
-               "dequantize_row: n=" + std::to_string(n) + " is not a multiple of the " +
-                   std::string(traits->name) + " block size " +
-                   std::to_string(traits->block_elems));
+    return Err(ErrorCode::kInvalidInput, "dequantize_row: n=" + std::to_string(n) +
+                                             " is not a multiple of the " +
+                                             std::string(traits->name) + " block size " +
+                                             std::to_string(traits->block_elems));
   }
   fn(src, dst, n / traits->block_elems);
   return {};

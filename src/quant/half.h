@@ -57,7 +57,9 @@ inline uint16_t f32_to_fp16(float f) {
 }
 
 /// bf16 bits -> f32 (exact: bf16 is the top half of an f32).
-inline float bf16_to_f32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+inline float bf16_to_f32(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 /// f32 -> bf16 bits, round-to-nearest-even; NaN stays a (quiet) NaN.
 inline uint16_t f32_to_bf16(float f) {

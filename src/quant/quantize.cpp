@@ -66,7 +66,8 @@ bool quantize_affine(const float* x, int levels, int* q, uint16_t* d16_out, uint
 }
 
 void pack_nibbles(const int* q, uint8_t* qs) {
-  for (int j = 0; j < 16; ++j) qs[j] = static_cast<uint8_t>((q[j] & 0xf) | ((q[j + 16] & 0xf) << 4));
+  for (int j = 0; j < 16; ++j)
+    qs[j] = static_cast<uint8_t>((q[j] & 0xf) | ((q[j + 16] & 0xf) << 4));
 }
 
 void pack_fifth_bits(const int* q, uint8_t* qh) {
@@ -112,7 +113,8 @@ Status quantize_legacy(GgmlType type, const float* src, void* dst, int64_t nb) {
         pack_fifth_bits(q, b->qh);
         break;
       }
-      default: return Err(ErrorCode::kInternal, "quantize_legacy: not a legacy type");
+      default:
+        return Err(ErrorCode::kInternal, "quantize_legacy: not a legacy type");
     }
   }
   return {};
@@ -149,8 +151,8 @@ Status quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
         const uint16_t h = type == GgmlType::kF16 ? f32_to_fp16(src[i]) : f32_to_bf16(src[i]);
         if (!fp16_is_finite(h) && type == GgmlType::kF16) {
-          return Err(ErrorCode::kInvalidInput, "quantize_row(f16): value at index " +
-                                                   std::to_string(i) + " overflows fp16");
+          return Err(ErrorCode::kInvalidInput,
+                     "quantize_row(f16): value at index " + std::to_string(i) + " overflows fp16");
         }
         std::memcpy(out + 2 * i, &h, 2);
       }
@@ -160,10 +162,14 @@ Status quantize_row(GgmlType type, const float* src, void* dst, int64_t n) {
     case GgmlType::kQ4_0:
     case GgmlType::kQ4_1:
     case GgmlType::kQ5_0:
-    case GgmlType::kQ5_1: return quantize_legacy(type, src, dst, nb);
-    case GgmlType::kQ4_K: return quantize_q4_k(src, static_cast<BlockQ4K*>(dst), nb);
-    case GgmlType::kQ5_K: return quantize_q5_k(src, static_cast<BlockQ5K*>(dst), nb);
-    case GgmlType::kQ6_K: return quantize_q6_k(src, static_cast<BlockQ6K*>(dst), nb);
+    case GgmlType::kQ5_1:
+      return quantize_legacy(type, src, dst, nb);
+    case GgmlType::kQ4_K:
+      return quantize_q4_k(src, static_cast<BlockQ4K*>(dst), nb);
+    case GgmlType::kQ5_K:
+      return quantize_q5_k(src, static_cast<BlockQ5K*>(dst), nb);
+    case GgmlType::kQ6_K:
+      return quantize_q6_k(src, static_cast<BlockQ6K*>(dst), nb);
     default:
       return Err(ErrorCode::kUnsupported,
                  "quantize_row: quantizing to " + std::string(traits->name) + " is not supported");

@@ -50,7 +50,8 @@ bool k_affine_header(const float* x, int levels, uint16_t* d16, uint16_t* dmin16
   float max_span = 0.0f;
   for (int j = 0; j < 8; ++j) {
     mn[j] = ceil_code(offset[j], dmin, 63);
-    span[j] = std::max(0.0f, (hi[j] + dmin * static_cast<float>(mn[j])) / static_cast<float>(levels));
+    span[j] =
+        std::max(0.0f, (hi[j] + dmin * static_cast<float>(mn[j])) / static_cast<float>(levels));
     max_span = std::max(max_span, span[j]);
   }
   *d16 = fp16_round_away(max_span / 63.0f);
@@ -164,8 +165,8 @@ Status quantize_q6_k(const float* src, BlockQ6K* dst, int64_t nb) {
       for (int l = 0; l < 32; ++l) {
         ql[l] = static_cast<uint8_t>((v[l] & 0xf) | ((v[l + 64] & 0xf) << 4));
         ql[l + 32] = static_cast<uint8_t>((v[l + 32] & 0xf) | ((v[l + 96] & 0xf) << 4));
-        qh[l] = static_cast<uint8_t>((v[l] >> 4) | ((v[l + 32] >> 4) << 2) | ((v[l + 64] >> 4) << 4) |
-                                     ((v[l + 96] >> 4) << 6));
+        qh[l] = static_cast<uint8_t>((v[l] >> 4) | ((v[l + 32] >> 4) << 2) |
+                                     ((v[l + 64] >> 4) << 4) | ((v[l + 96] >> 4) << 6));
       }
     }
   }

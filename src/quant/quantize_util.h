@@ -21,11 +21,14 @@ inline uint16_t fp16_round_away(float v) {
 /// The largest fp16 value <= v (rounds toward -inf).
 inline uint16_t fp16_round_down(float v) {
   uint16_t h = f32_to_fp16(v);
-  if (fp16_to_f32(h) > v) h = (h & 0x8000u) ? static_cast<uint16_t>(h + 1) : static_cast<uint16_t>(h - 1);
+  if (fp16_to_f32(h) > v)
+    h = (h & 0x8000u) ? static_cast<uint16_t>(h + 1) : static_cast<uint16_t>(h - 1);
   return h;
 }
 
-inline bool fp16_is_finite(uint16_t h) { return (h & 0x7c00u) != 0x7c00u; }
+inline bool fp16_is_finite(uint16_t h) {
+  return (h & 0x7c00u) != 0x7c00u;
+}
 
 /// Error for a scale that does not fit fp16.
 inline Error scale_overflow(const char* type, int64_t block) {

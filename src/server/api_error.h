@@ -1,11 +1,10 @@
 // OpenAI-style API errors: {"error": {"message", "type", "param", "code"}} with an HTTP status.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <variant>
-
-#include <nlohmann/json.hpp>
 
 namespace novaserve {
 

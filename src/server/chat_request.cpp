@@ -8,8 +8,8 @@
 namespace novaserve {
 namespace {
 
-constexpr std::array<std::string_view, 6> kRoles = {"system", "developer", "user",
-                                                    "assistant", "tool", "function"};
+constexpr std::array<std::string_view, 6> kRoles = {"system",    "developer", "user",
+                                                    "assistant", "tool",      "function"};
 // Content part types of OpenAI's API that this text-only server cannot take.
 constexpr std::array<std::string_view, 5> kNonTextParts = {"image_url", "input_audio", "file",
                                                            "refusal", "video_url"};
@@ -56,14 +56,17 @@ ApiResult<Json> normalize_message(const Json& m, size_t i) {
   const std::string at = "messages[" + std::to_string(i) + "]";
   if (!m.is_object()) return invalid_request(at + " must be an object, got " + m.type_name(), at);
   const auto role = m.find("role");
-  if (role == m.end() || role->is_null()) return invalid_request(at + ".role is required", at + ".role");
+  if (role == m.end() || role->is_null())
+    return invalid_request(at + ".role is required", at + ".role");
   if (!role->is_string()) {
     return invalid_request(at + ".role must be a string, got " + role->type_name(), at + ".role");
   }
   const std::string r = role->get<std::string>();
   if (!one_of(kRoles, r)) {
-    return invalid_request(at + ".role must be one of system, developer, user, assistant, tool, "
-                                "function; got '" + r + "'",
+    return invalid_request(at +
+                               ".role must be one of system, developer, user, assistant, tool, "
+                               "function; got '" +
+                               r + "'",
                            at + ".role");
   }
   Json out = m;
@@ -72,9 +75,9 @@ ApiResult<Json> normalize_message(const Json& m, size_t i) {
   if (absent) {
     // OpenAI: only an assistant turn may omit its text (it may carry tool_calls instead).
     if (r != "assistant") {
-      return invalid_request(at + ".content must be a string or an array of text parts for role '" +
-                                 r + "'",
-                             at + ".content");
+      return invalid_request(
+          at + ".content must be a string or an array of text parts for role '" + r + "'",
+          at + ".content");
     }
     out["content"] = nullptr;
   } else if (content->is_array()) {

@@ -16,9 +16,9 @@ struct ChatRequest {
   /// joined with "\n", as vLLM does for string-content templates) or null (assistant turns only).
   /// Other keys (name, tool_calls, ...) are kept in the client's order.
   Json messages;
-  bool add_generation_prompt = true;   ///< vLLM extension
-  bool continue_final_message = false; ///< vLLM: continue the last (assistant) message
-  Json template_kwargs;                ///< vLLM chat_template_kwargs: an object or null
+  bool add_generation_prompt = true;    ///< vLLM extension
+  bool continue_final_message = false;  ///< vLLM: continue the last (assistant) message
+  Json template_kwargs;                 ///< vLLM chat_template_kwargs: an object or null
   bool logprobs = false;
   int32_t top_logprobs = 0;  ///< 0..kMaxLogprobs; only meaningful with logprobs
 };

@@ -61,9 +61,9 @@ class ChoiceStream {
   const StopMatcher& stop_;
   IncrementalDetokenizer detok_;
   bool logprobs_;
-  std::string text_;       // detokenized text so far (complete characters only)
-  size_t code_points_ = 0; // in text_
-  size_t released_ = 0;    // bytes of text_ sent
+  std::string text_;        // detokenized text so far (complete characters only)
+  size_t code_points_ = 0;  // in text_
+  size_t released_ = 0;     // bytes of text_ sent
   struct Pending {
     TokenEntry entry;
     size_t text_end;  // bytes of text_ once this token's text was appended

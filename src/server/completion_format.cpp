@@ -34,7 +34,8 @@ Json CompletionFormat::logprobs_json(const std::vector<TokenEntry>& tokens, size
     names.push_back(token_display(tok_, t.token));
     lps.push_back(json_logprob(t.logprob));
     Json top = Json::object();
-    for (const TokenLogprob& alt : t.top) top[token_display(tok_, alt.token)] = json_logprob(alt.logprob);
+    for (const TokenLogprob& alt : t.top)
+      top[token_display(tok_, alt.token)] = json_logprob(alt.logprob);
     tops.push_back(std::move(top));
     offsets.push_back(t.text_offset + shift);
   }

@@ -102,7 +102,8 @@ OptErr parse_logit_bias(const FieldReader& f, int32_t n_vocab, SamplingParams& s
     for (char c : key) digits = digits && c >= '0' && c <= '9';
     if (digits) id = std::stoll(key);
     if (!digits || id >= n_vocab) {
-      return invalid_request("logit_bias key '" + key + "' is not a token id in the vocabulary [0, " +
+      return invalid_request("logit_bias key '" + key +
+                                 "' is not a token id in the vocabulary [0, " +
                                  std::to_string(n_vocab) + ")",
                              "logit_bias");
     }
@@ -131,9 +132,10 @@ OptErr parse_stop(const FieldReader& f, int32_t n_vocab, GenerationParams& out) 
       }
       for (const Json& s : *stop) {
         if (!s.is_string()) {
-          return invalid_request(std::string("stop must be a string or an array of strings; found ") +
-                                     s.type_name() + " in the array",
-                                 "stop");
+          return invalid_request(
+              std::string("stop must be a string or an array of strings; found ") + s.type_name() +
+                  " in the array",
+              "stop");
         }
         all.push_back(s.get<std::string>());
       }
@@ -209,9 +211,11 @@ OptErr parse_shape(const FieldReader& f, GenerationParams& out) {
                              "response_format.type");
     }
     if (type != "text") {
-      return invalid_request("response_format.type must be one of 'text', 'json_object', "
-                             "'json_schema', got '" + type + "'",
-                             "response_format.type");
+      return invalid_request(
+          "response_format.type must be one of 'text', 'json_object', "
+          "'json_schema', got '" +
+              type + "'",
+          "response_format.type");
     }
   }
   return std::nullopt;
@@ -228,7 +232,8 @@ std::optional<ApiError> parse_generation_params(const Json& body, ApiKind kind, 
   if (auto e = parse_logit_bias(f, n_vocab, out.sampling)) return e;
   if (auto e = parse_stop(f, n_vocab, out)) return e;
   // The engine's own check, as a last line (its messages name the parameter too).
-  if (auto st = out.sampling.validate(n_vocab); !st.ok()) return invalid_request(st.error().message);
+  if (auto st = out.sampling.validate(n_vocab); !st.ok())
+    return invalid_request(st.error().message);
   return std::nullopt;
 }
 

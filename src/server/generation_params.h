@@ -31,7 +31,7 @@ struct GenerationParams {
   std::optional<int64_t> max_tokens;
   int32_t min_tokens = 0;  ///< in [0, max_tokens]
   bool ignore_eos = false;
-  std::vector<std::string> stop;  ///< non-empty strings, at most kMaxStopStrings
+  std::vector<std::string> stop;        ///< non-empty strings, at most kMaxStopStrings
   std::vector<int32_t> stop_token_ids;  ///< vLLM extension; ids in the vocabulary
   int32_t n = 1;                        ///< in [1, kMaxN]
   bool stream = false;

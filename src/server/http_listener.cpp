@@ -16,8 +16,8 @@ HttpListener::HttpListener(asio::io_context& ioc, const TransportLimits& limits,
 Status HttpListener::listen(const std::string& host, uint16_t port, int backlog) {
   error_code ec;
   tcp::resolver resolver(ioc_);
-  const auto results = resolver.resolve(host, std::to_string(port),
-                                        tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  const auto results = resolver.resolve(
+      host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || results.empty()) {
     return Err(ErrorCode::kInvalidInput, "cannot resolve --host '" + host + "': " + ec.message());
   }
@@ -32,7 +32,9 @@ Status HttpListener::listen(const std::string& host, uint16_t port, int backlog)
   return {};
 }
 
-void HttpListener::start() { accept(); }
+void HttpListener::start() {
+  accept();
+}
 
 void HttpListener::stop() {
   error_code ignored;
@@ -41,22 +43,22 @@ void HttpListener::stop() {
 }
 
 void HttpListener::accept() {
-  acceptor_.async_accept(asio::make_strand(ioc_), [self = shared_from_this()](error_code ec,
-                                                                             tcp::socket socket) {
-    if (!self->acceptor_.is_open()) return;
-    if (ec) {
-      // Out of file descriptors or similar: back off instead of spinning on the error.
-      self->retry_timer_.expires_after(std::chrono::milliseconds(100));
-      self->retry_timer_.async_wait([self](error_code e) {
-        if (!e) self->accept();
+  acceptor_.async_accept(
+      asio::make_strand(ioc_), [self = shared_from_this()](error_code ec, tcp::socket socket) {
+        if (!self->acceptor_.is_open()) return;
+        if (ec) {
+          // Out of file descriptors or similar: back off instead of spinning on the error.
+          self->retry_timer_.expires_after(std::chrono::milliseconds(100));
+          self->retry_timer_.async_wait([self](error_code e) {
+            if (!e) self->accept();
+          });
+          return;
+        }
+        error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks go out as they are written
+        std::make_shared<HttpSession>(std::move(socket), self->limits_, self->dispatch_)->start();
+        self->accept();
       });
-      return;
-    }
-    error_code ignored;
-    socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks go out as they are written
-    std::make_shared<HttpSession>(std::move(socket), self->limits_, self->dispatch_)->start();
-    self->accept();
-  });
 }
 
 }  // namespace novaserve

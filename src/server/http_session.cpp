@@ -55,6 +55,7 @@ ApiError transport_error(int status, std::string message, const char* code) {
 HttpSession::HttpSession(asio::ip::tcp::socket socket, const TransportLimits& limits,
                          const Dispatch& dispatch)
     : socket_(std::move(socket)),
+      executor_(socket_.get_executor()),
       limits_(limits),
       dispatch_(dispatch),
       read_timer_(socket_.get_executor()),
@@ -71,8 +72,9 @@ void HttpSession::read_request() {
   parser_->body_limit(limits_.max_body_bytes);
   read_timed_out_ = false;
   arm_read_timer();
-  http::async_read_header(socket_, buffer_, *parser_,
-                          [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
+  http::async_read_header(
+      socket_, buffer_, *parser_,
+      [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
 }
 
 void HttpSession::arm_read_timer() {
@@ -124,10 +126,10 @@ void HttpSession::on_header(error_code ec) {
   if (static_cast<size_t>(std::distance(req.begin(), req.end())) > limits_.max_header_fields) {
     ++read_seq_;
     read_timer_.cancel();
-    reject(transport_error(431,
-                           "request has more than " + std::to_string(limits_.max_header_fields) +
-                               " header fields",
-                           "request_header_fields_too_large"));
+    reject(transport_error(
+        431,
+        "request has more than " + std::to_string(limits_.max_header_fields) + " header fields",
+        "request_header_fields_too_large"));
     return;
   }
   if (parser_->is_done()) {
@@ -135,7 +137,8 @@ void HttpSession::on_header(error_code ec) {
     return;
   }
   const auto expect = req.find(http::field::expect);
-  if (expect != req.end() && iequals(expect->value(), "100-continue")) {
+  if (expect != req.end() &&
+      iequals(std::string_view(expect->value().data(), expect->value().size()), "100-continue")) {
     queue_write("HTTP/1.1 100 Continue\r\n\r\n", false);
   }
   arm_read_timer();  // a fresh --header-timeout window for the body
@@ -157,7 +160,8 @@ void HttpSession::on_request() {
   r.method = std::string(msg.method_string());
   r.target = std::string(msg.target());
   r.path = r.target.substr(0, r.target.find('?'));
-  for (const auto& f : msg) r.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+  for (const auto& f : msg)
+    r.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
   r.body = std::move(msg.body());
   keep_alive_ = msg.keep_alive();
 
@@ -188,10 +192,9 @@ void HttpSession::on_request_deadline() {
 void HttpSession::start_monitor() {
   if (monitoring_ || dead_ || closing_ || buffer_.size() >= kMaxPipelined) return;
   monitoring_ = true;
-  socket_.async_read_some(buffer_.prepare(kMonitorChunk),
-                          [self = shared_from_this()](error_code ec, size_t n) {
-                            self->on_monitor(ec, n);
-                          });
+  socket_.async_read_some(
+      buffer_.prepare(kMonitorChunk),
+      [self = shared_from_this()](error_code ec, size_t n) { self->on_monitor(ec, n); });
 }
 
 void HttpSession::on_monitor(error_code ec, size_t n) {
@@ -351,14 +354,15 @@ void HttpSession::graceful_close() {
 void HttpSession::linger_read() {
   if (dead_) return;
   monitoring_ = true;
-  socket_.async_read_some(asio::buffer(discard_), [self = shared_from_this()](error_code ec, size_t) {
-    self->monitoring_ = false;
-    if (ec) {
-      self->close_now();
-    } else {
-      self->linger_read();
-    }
-  });
+  socket_.async_read_some(asio::buffer(discard_),
+                          [self = shared_from_this()](error_code ec, size_t) {
+                            self->monitoring_ = false;
+                            if (ec) {
+                              self->close_now();
+                            } else {
+                              self->linger_read();
+                            }
+                          });
 }
 
 void HttpSession::close_now() {

@@ -46,7 +46,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void start();
 
   // Used by the per-request channel (ResponseChannel); `gen` names the exchange.
-  boost::asio::any_io_executor executor() const { return socket_.get_executor(); }
+  boost::asio::any_io_executor executor() const { return executor_; }
   void send(uint64_t gen, HttpResponse response);
   void start_stream(uint64_t gen, int status, const std::string& content_type,
                     const HeaderList& headers);
@@ -75,6 +75,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool live(uint64_t gen) const { return gen == gen_ && responding_ && !ended_ && !dead_; }
 
   boost::asio::ip::tcp::socket socket_;
+  boost::asio::any_io_executor executor_;  // socket_'s strand
   const TransportLimits& limits_;
   const Dispatch& dispatch_;
   boost::beast::flat_buffer buffer_;
@@ -84,15 +85,15 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool read_timed_out_ = false;
   uint64_t read_seq_ = 0;  // invalidates a read timer that fired after its read completed
 
-  uint64_t gen_ = 0;          // current exchange
-  bool responding_ = false;   // a request is being answered
-  bool ended_ = false;        // its last byte is queued
+  uint64_t gen_ = 0;         // current exchange
+  bool responding_ = false;  // a request is being answered
+  bool ended_ = false;       // its last byte is queued
   bool keep_alive_ = true;
   bool head_sent_ = false;
   std::function<void()> abort_fn_;
   bool aborted_ = false;
 
-  bool monitoring_ = false;   // a read is pending while responding
+  bool monitoring_ = false;  // a read is pending while responding
   bool resume_after_monitor_ = false;
   bool peer_gone_ = false;
 

@@ -58,12 +58,12 @@ ApiResult<Json> parse_json_object(std::string_view body) {
   Json j;
   try {
     j = Json::parse(body);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
+    // parse_error for syntax, out_of_range for numbers beyond double (1e999).
     return invalid_request(std::string("invalid JSON in request body: ") + e.what());
   }
   if (!j.is_object()) {
-    return invalid_request(std::string("request body must be a JSON object, got ") +
-                           j.type_name());
+    return invalid_request(std::string("request body must be a JSON object, got ") + j.type_name());
   }
   return j;
 }

@@ -2,10 +2,9 @@
 // UTF-8, bad syntax, runaway nesting, non-object tops) with a 400 that says where.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
 

@@ -2,10 +2,9 @@
 // the client going away. The transport implements it per request; tests implement it in memory.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <functional>
 #include <string>
-
-#include <boost/asio/any_io_executor.hpp>
 
 #include "server/http_message.h"
 

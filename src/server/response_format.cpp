@@ -57,6 +57,8 @@ std::string token_display(const Tokenizer& tok, int32_t id) {
   return utf8::sanitize(tok.token_to_piece(id, /*special=*/true));
 }
 
-double json_logprob(float lp) { return std::isfinite(lp) ? lp : -9999.0; }
+double json_logprob(float lp) {
+  return std::isfinite(lp) ? lp : -9999.0;
+}
 
 }  // namespace novaserve

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -120,10 +121,18 @@ class ModelGoldenTest : public ::testing::Test {
       const int32_t ours = argmax(logits, n_vocab);
       greedy_err = std::max(greedy_err, topk_error(logits, p.greedy_topk[i]));
       if (ours != p.greedy_ids[i]) {
-        near_tie_flip = p.top2_gap[i] < bound * scale;
+        // A legitimate flip: our token is the reference's runner-up and the reference's top-2
+        // gap is below the bound, i.e. within the error this mode is allowed.
+        const auto& topk = p.greedy_topk[i];
+        const bool runner_up = topk.size() >= 2 && topk[1].id == ours;
+        near_tie_flip = runner_up && p.top2_gap[i] < bound * scale;
         EXPECT_TRUE(allow_flip && near_tie_flip)
             << "greedy step " << i << ": ours " << ours << ", reference " << p.greedy_ids[i]
-            << ", reference top-2 gap " << p.top2_gap[i] << " >= bound " << bound * scale;
+            << " (runner-up " << (topk.size() >= 2 ? topk[1].id : -1) << "), reference top-2 gap "
+            << p.top2_gap[i] << ", bound " << bound * scale;
+        std::printf("  %-14s step %zu: flip to the runner-up, reference gap %.3f, our gap %.3f\n",
+                    p.name.c_str(), i, p.top2_gap[i],
+                    static_cast<double>(logits[ours]) - logits[p.greedy_ids[i]]);
         break;
       }
       ++matched;
@@ -156,6 +165,36 @@ TEST_F(ModelGoldenTest, ExactModeMatchesReference) {
 
 TEST_F(ModelGoldenTest, FastModeWithinStatedBound) {
   for (const auto& p : *prompts_) check_prompt(p, ActQuant::kQ8, kFastBound, true);
+}
+
+// A sequence's logits are bit-identical whether it runs alone or batched with others, in both
+// modes, for the prompt step and a decode step.
+TEST_F(ModelGoldenTest, BatchedLogitsBitIdenticalToAlone) {
+  const auto& a = (*prompts_)[0].prompt_ids;
+  const auto& b = (*prompts_)[1].prompt_ids;
+  const int64_t n_vocab = model_->config().n_vocab;
+  const size_t bytes = static_cast<size_t>(n_vocab) * sizeof(float);
+  const int32_t next = 11;
+  for (ActQuant mode : {ActQuant::kNone, ActQuant::kQ8}) {
+    auto kv = SequenceKvCache::create(model_->config(), 64);
+    ForwardSeq alone{a, 0, kv->view(), false};
+    ASSERT_TRUE(model_->forward({&alone, 1}, mode).ok());
+    const std::vector<float> a_prompt(model_->logits(0), model_->logits(0) + n_vocab);
+    ForwardSeq alone_step{{&next, 1}, static_cast<int32_t>(a.size()), kv->view(), false};
+    ASSERT_TRUE(model_->forward({&alone_step, 1}, mode).ok());
+    const std::vector<float> a_step(model_->logits(0), model_->logits(0) + n_vocab);
+
+    auto kv_a = SequenceKvCache::create(model_->config(), 64);
+    auto kv_b = SequenceKvCache::create(model_->config(), 64);
+    ForwardSeq both[] = {{b, 0, kv_b->view(), false}, {a, 0, kv_a->view(), false}};
+    ASSERT_TRUE(model_->forward(both, mode).ok());
+    EXPECT_EQ(0, std::memcmp(model_->logits(1), a_prompt.data(), bytes));
+    const int32_t b_next = 7;
+    ForwardSeq steps[] = {{{&next, 1}, static_cast<int32_t>(a.size()), kv_a->view(), false},
+                          {{&b_next, 1}, static_cast<int32_t>(b.size()), kv_b->view(), false}};
+    ASSERT_TRUE(model_->forward(steps, mode).ok());
+    EXPECT_EQ(0, std::memcmp(model_->logits(0), a_step.data(), bytes));
+  }
 }
 
 TEST_F(ModelGoldenTest, TokenizationMatchesReferenceIds) {

@@ -33,7 +33,8 @@ void block_sums_32_scalar(const float* x, int64_t n, float* sums) {
   for (int64_t b = 0; b < n / 32; ++b) {
     float lane[8] = {};
     for (int i = 0; i < 32; ++i) lane[i % 8] += x[32 * b + i];
-    sums[b] = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+    sums[b] =
+        ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
   }
 }
 
@@ -67,7 +68,8 @@ __attribute__((target("avx2,fma,f16c"))) void quantize_act_q8_avx2(const float* 
     const __m256i p16a = _mm256_packs_epi32(i0, i1);
     const __m256i p16b = _mm256_packs_epi32(i2, i3);
     const __m256i p8 = _mm256_packs_epi16(p16a, p16b);
-    const __m256i fixed = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i fixed =
+        _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b), fixed);
     d[b] = db;
     s[b] = db * static_cast<float>(_mm_cvtsi128_si32(s4));

@@ -34,20 +34,18 @@ void attention_head(const float* q, const AttentionSeq& seq, const AttentionShap
     const float* qi = q + row * q_dim + h * hd;
     float* oi = out + row * q_dim + h * hd;
     const int64_t n_keys = static_cast<int64_t>(seq.pos0) + i + 1;  // causal: keys <= own position
+    vec::dot_rows(qi, kbase, n_keys, hd, s.scale, scratch);
     float max_s = -INFINITY;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      const float sj = vec::dot(qi, kbase + j * hd, hd) * s.scale;
-      scratch[j] = sj;
-      max_s = std::max(max_s, sj);
-    }
+    for (int64_t j = 0; j < n_keys; ++j) max_s = std::max(max_s, scratch[j]);
     float sum = 0.0f;
     for (int64_t j = 0; j < n_keys; ++j) {
       scratch[j] = std::exp(scratch[j] - max_s);
       sum += scratch[j];
     }
-    std::fill(oi, oi + hd, 0.0f);
-    for (int64_t j = 0; j < n_keys; ++j) vec::axpy(scratch[j], vbase + j * hd, oi, hd);
-    vec::scale(oi, 1.0f / sum, hd);
+    // Normalising the weights first (rather than the output) keeps one pass over V.
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < n_keys; ++j) scratch[j] *= inv;
+    vec::mix_rows(scratch, vbase, n_keys, hd, oi);
   }
 }
 

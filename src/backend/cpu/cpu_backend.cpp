@@ -25,11 +25,16 @@ void CpuBackend::for_rows(int64_t n_rows, int64_t row_cost, const Fn& fn) {
     for (int64_t r = 0; r < n_rows; ++r) fn(r);
     return;
   }
-  const int64_t n_chunks = std::min<int64_t>(n_rows, 4 * pool_.size());
-  pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
-    const int64_t begin = n_rows * chunk / n_chunks;
-    const int64_t end = n_rows * (chunk + 1) / n_chunks;
-    for (int64_t r = begin; r < end; ++r) fn(r);
+  // The task lambda captures one reference so that std::function keeps it in its small buffer
+  // instead of allocating on every call.
+  struct Ctx {
+    int64_t n_rows, n_chunks;
+    const Fn& fn;
+  } ctx{n_rows, std::min<int64_t>(n_rows, 4 * pool_.size()), fn};
+  pool_.parallel_for(ctx.n_chunks, [&ctx](int64_t chunk, int) {
+    const int64_t begin = ctx.n_rows * chunk / ctx.n_chunks;
+    const int64_t end = ctx.n_rows * (chunk + 1) / ctx.n_chunks;
+    for (int64_t r = begin; r < end; ++r) ctx.fn(r);
   });
 }
 
@@ -99,9 +104,16 @@ void CpuBackend::attention(const float* q, const AttentionSeq* seqs, int32_t n_s
       buf.resize(cap);
     }
   }
-  pool_.parallel_for(static_cast<int64_t>(tasks_.size()), [&](int64_t t, int thread) {
-    const AttentionTask& task = tasks_[t];
-    cpu::attention_head(q, task.seq, shape, task.head, out, scratch_[thread].data());
+  struct Ctx {
+    CpuBackend* self;
+    const float* q;
+    const AttentionShape& shape;
+    float* out;
+  } ctx{this, q, shape, out};
+  pool_.parallel_for(static_cast<int64_t>(tasks_.size()), [&ctx](int64_t t, int thread) {
+    const AttentionTask& task = ctx.self->tasks_[t];
+    cpu::attention_head(ctx.q, task.seq, ctx.shape, task.head, ctx.out,
+                        ctx.self->scratch_[thread].data());
   });
 }
 

@@ -4,14 +4,21 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace novaserve {
 namespace {
 
 bool detect_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  // clang 14's __builtin_cpu_supports knows neither "f16c" nor "avxvnni", so those two bits are
+  // read with CPUID directly (Intel SDM vol. 2A, CPUID leaf 1 ECX bit 29: F16C).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 #else
   return false;
 #endif
@@ -19,8 +26,11 @@ bool detect_avx2() {
 
 bool detect_avxvnni() {
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avxvnni");
+  // CPUID leaf 7 sub-leaf 1, EAX bit 4: AVX-VNNI (Intel SDM vol. 2A). Its instructions are
+  // VEX-encoded, so the AVX2 check (which includes OS YMM-state support) must hold as well.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return detect_avx2() && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) &&
+         (eax & (1u << 4)) != 0;
 #else
   return false;
 #endif
@@ -54,8 +64,12 @@ bool cpu_use_avxvnni() {
   return has && !g_no_vnni.load(std::memory_order_relaxed) && cpu_use_avx2();
 }
 
-void cpu_disable_avxvnni(bool disable) { g_no_vnni.store(disable, std::memory_order_relaxed); }
+void cpu_disable_avxvnni(bool disable) {
+  g_no_vnni.store(disable, std::memory_order_relaxed);
+}
 
-void cpu_force_scalar(bool force) { g_force.store(force ? 1 : 2, std::memory_order_relaxed); }
+void cpu_force_scalar(bool force) {
+  g_force.store(force ? 1 : 2, std::memory_order_relaxed);
+}
 
 }  // namespace novaserve

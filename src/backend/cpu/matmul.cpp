@@ -48,24 +48,24 @@ T* grow(std::vector<T>& v, int64_t n) {
 Status matmul_check(GgmlType wtype, int64_t in) {
   const auto traits = ggml_type_traits(static_cast<uint32_t>(wtype));
   if (!traits || cpu_detail::scalar_kernel(wtype, ActQuant::kNone).fn == nullptr) {
-    return Err(ErrorCode::kUnsupported, "matmul: weight type " +
-                                            (traits ? std::string(traits->name)
-                                                    : std::to_string(static_cast<uint32_t>(wtype))) +
-                                            " is not supported on the CPU");
+    return Err(
+        ErrorCode::kUnsupported,
+        "matmul: weight type " +
+            (traits ? std::string(traits->name) : std::to_string(static_cast<uint32_t>(wtype))) +
+            " is not supported on the CPU");
   }
   // Activation-side blocks are 32 wide, so plain float weights need in % 32 == 0 as well.
   const int64_t block = std::max<int64_t>(traits->block_elems, 32);
   if (in <= 0 || in % block != 0) {
-    return Err(ErrorCode::kInvalidInput, "matmul: in=" + std::to_string(in) +
-                                             " must be a positive multiple of " +
-                                             std::to_string(block) + " for " +
-                                             std::string(traits->name) + " weights");
+    return Err(ErrorCode::kInvalidInput,
+               "matmul: in=" + std::to_string(in) + " must be a positive multiple of " +
+                   std::to_string(block) + " for " + std::string(traits->name) + " weights");
   }
   return {};
 }
 
-void matmul(const void* w, GgmlType wtype, int64_t in, int64_t out, const float* x,
-            int64_t n_rows, float* y, ThreadPool& pool, ActQuant mode) {
+void matmul(const void* w, GgmlType wtype, int64_t in, int64_t out, const float* x, int64_t n_rows,
+            float* y, ThreadPool& pool, ActQuant mode) {
   const Status st = matmul_check(wtype, in);
   NOVASERVE_CHECK(st.ok()) << st.error().message;
   NOVASERVE_CHECK(out >= 0 && n_rows >= 0) << "out=" << out << " n_rows=" << n_rows;
@@ -99,9 +99,8 @@ void matmul(const void* w, GgmlType wtype, int64_t in, int64_t out, const float*
   }
   if (k.xsum) {
     float* xsum = grow(s.xsum, n_rows * nb32);
-    pool.parallel_for(n_rows, [&](int64_t r, int) {
-      block_sums_32(x + r * in, in, xsum + r * nb32, avx2);
-    });
+    pool.parallel_for(
+        n_rows, [&](int64_t r, int) { block_sums_32(x + r * in, in, xsum + r * nb32, avx2); });
     a.xsum = xsum;
   }
 

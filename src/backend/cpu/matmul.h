@@ -45,7 +45,7 @@ Status matmul_check(GgmlType wtype, int64_t in);
 /// Preconditions (checked, abort on violation: validate with matmul_check at load time):
 /// matmul_check(wtype, in) is ok, out >= 0, n_rows >= 0. Scratch for quantized activations is a
 /// grow-only per-thread buffer, so steady-state calls do not allocate.
-void matmul(const void* w, GgmlType wtype, int64_t in, int64_t out, const float* x,
-            int64_t n_rows, float* y, ThreadPool& pool, ActQuant mode);
+void matmul(const void* w, GgmlType wtype, int64_t in, int64_t out, const float* x, int64_t n_rows,
+            float* y, ThreadPool& pool, ActQuant mode);
 
 }  // namespace novaserve

@@ -71,7 +71,11 @@ struct LegacyFamily {
   static constexpr bool kAffine = kKind == 2 || kKind == 4;
   static constexpr bool kFive = kKind == 3 || kKind == 4;
   static constexpr int kElems = 32;
-  static constexpr int kBytes = kKind == 0 ? 34 : kKind == 1 ? 18 : kKind == 2 ? 20 : kKind == 3 ? 22 : 24;
+  static constexpr int kBytes = kKind == 0   ? 34
+                                : kKind == 1 ? 18
+                                : kKind == 2 ? 20
+                                : kKind == 3 ? 22
+                                             : 24;
   using Acc = AccAffine;
   struct W {
     __m256i q;  // 32 signed codes (value - offset) in element order, int8
@@ -121,7 +125,7 @@ struct LegacyFamily {
   }
 };
 
-// ---- K-quants (and Q2_K/Q3_K): decode one super-block with the reference dequantizer into a
+// ---- Q2_K/Q3_K: decode one super-block with the reference dequantizer into a
 // buffer, then 4 interleaved FMA chains over its 256 values.
 
 struct AccK {
@@ -143,12 +147,13 @@ struct DecodedFamily {
                                          int64_t b) {
     const float* x = a.x + row * a.in + 256 * b;
     for (int k = 0; k < 32; ++k) {
-      acc.v[k % 4] = _mm256_fmadd_ps(_mm256_load_ps(w.v + 8 * k), _mm256_loadu_ps(x + 8 * k),
-                                     acc.v[k % 4]);
+      acc.v[k % 4] =
+          _mm256_fmadd_ps(_mm256_load_ps(w.v + 8 * k), _mm256_loadu_ps(x + 8 * k), acc.v[k % 4]);
     }
   }
   NOVASERVE_AVX2_INLINE static float finish(const Acc& acc) {
-    return hsum(_mm256_add_ps(_mm256_add_ps(acc.v[0], acc.v[1]), _mm256_add_ps(acc.v[2], acc.v[3])));
+    return hsum(
+        _mm256_add_ps(_mm256_add_ps(acc.v[0], acc.v[1]), _mm256_add_ps(acc.v[2], acc.v[3])));
   }
 };
 
@@ -158,20 +163,28 @@ struct DecodedFamily {
 Kernel avx2_exact_kernel(GgmlType type) {
   using namespace avx2;
   switch (type) {
-    case GgmlType::kF32: return {run_tiles<FloatFamily<LoadF32>>, false, false};
-    case GgmlType::kF16: return {run_tiles<FloatFamily<LoadF16>>, false, false};
-    case GgmlType::kBF16: return {run_tiles<FloatFamily<LoadBF16>>, false, false};
-    case GgmlType::kQ8_0: return {run_tiles<LegacyFamily<0>>, false, false};
-    case GgmlType::kQ4_0: return {run_tiles<LegacyFamily<1>>, false, false};
-    case GgmlType::kQ4_1: return {run_tiles<LegacyFamily<2>>, false, true};
-    case GgmlType::kQ5_0: return {run_tiles<LegacyFamily<3>>, false, false};
-    case GgmlType::kQ5_1: return {run_tiles<LegacyFamily<4>>, false, true};
-    case GgmlType::kQ2_K: return {run_tiles<DecodedFamily<GgmlType::kQ2_K, 84>>, false, false};
-    case GgmlType::kQ3_K: return {run_tiles<DecodedFamily<GgmlType::kQ3_K, 110>>, false, false};
-    case GgmlType::kQ4_K: return {run_tiles<DecodedFamily<GgmlType::kQ4_K, 144>>, false, false};
-    case GgmlType::kQ5_K: return {run_tiles<DecodedFamily<GgmlType::kQ5_K, 176>>, false, false};
-    case GgmlType::kQ6_K: return {run_tiles<DecodedFamily<GgmlType::kQ6_K, 210>>, false, false};
-    default: return {};
+    case GgmlType::kF32:
+      return {run_tiles<FloatFamily<LoadF32>>, false, false};
+    case GgmlType::kF16:
+      return {run_tiles<FloatFamily<LoadF16>>, false, false};
+    case GgmlType::kBF16:
+      return {run_tiles<FloatFamily<LoadBF16>>, false, false};
+    case GgmlType::kQ8_0:
+      return {run_tiles<LegacyFamily<0>>, false, false};
+    case GgmlType::kQ4_0:
+      return {run_tiles<LegacyFamily<1>>, false, false};
+    case GgmlType::kQ4_1:
+      return {run_tiles<LegacyFamily<2>>, false, true};
+    case GgmlType::kQ5_0:
+      return {run_tiles<LegacyFamily<3>>, false, false};
+    case GgmlType::kQ5_1:
+      return {run_tiles<LegacyFamily<4>>, false, true};
+    case GgmlType::kQ2_K:
+      return {run_tiles<DecodedFamily<GgmlType::kQ2_K, 84>>, false, false};
+    case GgmlType::kQ3_K:
+      return {run_tiles<DecodedFamily<GgmlType::kQ3_K, 110>>, false, false};
+    default:
+      return avx2_exact_k_kernel(type);
   }
 }
 
@@ -180,7 +193,9 @@ Kernel avx2_exact_kernel(GgmlType type) {
 #else
 
 namespace novaserve::cpu_detail {
-Kernel avx2_exact_kernel(GgmlType) { return {}; }
+Kernel avx2_exact_kernel(GgmlType) {
+  return {};
+}
 }  // namespace novaserve::cpu_detail
 
 #endif

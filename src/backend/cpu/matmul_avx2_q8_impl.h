@@ -39,7 +39,11 @@ struct Fmt {
   static constexpr bool kSigned = kKind == 0;
   static constexpr bool kOwnMin = kKind == 2 || kKind == 4;
   static constexpr bool kFive = kKind == 3 || kKind == 4;
-  static constexpr int kBytes = kKind == 0 ? 34 : kKind == 1 ? 18 : kKind == 2 ? 20 : kKind == 3 ? 22 : 24;
+  static constexpr int kBytes = kKind == 0   ? 34
+                                : kKind == 1 ? 18
+                                : kKind == 2 ? 20
+                                : kKind == 3 ? 22
+                                             : 24;
   static constexpr float kMinFactor = kKind == 1 ? -8.0f : kKind == 3 ? -16.0f : 0.0f;
 };
 
@@ -56,16 +60,17 @@ NOVASERVE_Q8_INLINE __m256i load_codes(const uint8_t* p, __m256i* sgn) {
   const uint8_t* qs = p + header + (F::kFive ? 4 : 0);
   // Both 128-bit halves hold qs; the high half is shifted by 4: low nibbles are values 0..15,
   // high nibbles values 16..31.
-  const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i v =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
   __m256i q = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)),
                                _mm256_set1_epi8(0x0f));
   if (F::kFive) {
     uint32_t qh;
     std::memcpy(&qh, p + header, 4);
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32(static_cast<int>(qh)),
-        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                         3, 3, 3, 3, 3, 3, 3));
+    const __m256i spread =
+        _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                            _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
+                                             2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
     const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
     const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
     q = _mm256_or_si256(q, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
@@ -133,7 +138,8 @@ NOVASERVE_Q8_INLINE void tile4(const MatmulArgs& a, int64_t o, int64_t r) {
     for (int i = 0; i < R; ++i) {
       const int64_t row = r + i;
       const int64_t xi = row * nb + b;
-      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xq + row * a.in + 32 * b));
+      const __m256i x =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xq + row * a.in + 32 * b));
       const __m128 sc4 = _mm_mul_ps(d4, _mm_set1_ps(a.xd[xi]));
       if (!F::kSigned) accm[i] = _mm_fmadd_ps(m4, _mm_set1_ps(a.xs[xi]), accm[i]);
       for (int c = 0; c < 4; ++c) {
@@ -171,7 +177,8 @@ NOVASERVE_Q8_INLINE void tile1(const MatmulArgs& a, int64_t o, int64_t r) {
     for (int i = 0; i < R; ++i) {
       const int64_t row = r + i;
       const int64_t xi = row * nb + b;
-      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xq + row * a.in + 32 * b));
+      const __m256i x =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.xq + row * a.in + 32 * b));
       const __m128 sc = _mm_mul_ss(_mm_set_ss(d), _mm_set_ss(a.xd[xi]));
       if (!F::kSigned) accm[i] = _mm_fmadd_ss(_mm_set_ss(m), _mm_set_ss(a.xs[xi]), accm[i]);
       const __m256i xx = F::kSigned ? _mm256_sign_epi8(x, s) : x;
@@ -203,12 +210,18 @@ void run(const MatmulArgs& a, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
 
 Kernel legacy_q8_kernel(GgmlType type) {
   switch (type) {
-    case GgmlType::kQ8_0: return {run<0>, true, false};
-    case GgmlType::kQ4_0: return {run<1>, true, false};
-    case GgmlType::kQ4_1: return {run<2>, true, false};
-    case GgmlType::kQ5_0: return {run<3>, true, false};
-    case GgmlType::kQ5_1: return {run<4>, true, false};
-    default: return {};
+    case GgmlType::kQ8_0:
+      return {run<0>, true, false};
+    case GgmlType::kQ4_0:
+      return {run<1>, true, false};
+    case GgmlType::kQ4_1:
+      return {run<2>, true, false};
+    case GgmlType::kQ5_0:
+      return {run<3>, true, false};
+    case GgmlType::kQ5_1:
+      return {run<4>, true, false};
+    default:
+      return {};
   }
 }
 

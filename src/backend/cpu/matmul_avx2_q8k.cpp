@@ -115,8 +115,10 @@ struct Q8Q6K {
         const __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
         const int j = 4 * h + k;  // activation block within the super-block
         const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32 * j));
-        const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q, x), _mm256_maddubs_epi16(k32, x));
-        const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(w.sc[2 * j + 1]), _mm_set1_epi16(w.sc[2 * j]));
+        const __m256i p16 =
+            _mm256_sub_epi16(_mm256_maddubs_epi16(q, x), _mm256_maddubs_epi16(k32, x));
+        const __m256i sc =
+            _mm256_set_m128i(_mm_set1_epi16(w.sc[2 * j + 1]), _mm_set1_epi16(w.sc[2 * j]));
         const __m256i p32 = _mm256_madd_epi16(p16, sc);
         acc.v = _mm256_fmadd_ps(_mm256_set1_ps(w.d * a.xd[xb + j]), _mm256_cvtepi32_ps(p32), acc.v);
       }
@@ -131,10 +133,14 @@ struct Q8Q6K {
 Kernel avx2_q8k_kernel(GgmlType type) {
   using namespace avx2;
   switch (type) {
-    case GgmlType::kQ4_K: return {run_tiles<Q8K45<4>>, true, false};
-    case GgmlType::kQ5_K: return {run_tiles<Q8K45<5>>, true, false};
-    case GgmlType::kQ6_K: return {run_tiles<Q8Q6K>, true, false};
-    default: return {};
+    case GgmlType::kQ4_K:
+      return {run_tiles<Q8K45<4>>, true, false};
+    case GgmlType::kQ5_K:
+      return {run_tiles<Q8K45<5>>, true, false};
+    case GgmlType::kQ6_K:
+      return {run_tiles<Q8Q6K>, true, false};
+    default:
+      return {};
   }
 }
 
@@ -143,7 +149,9 @@ Kernel avx2_q8k_kernel(GgmlType type) {
 #else
 
 namespace novaserve::cpu_detail {
-Kernel avx2_q8k_kernel(GgmlType) { return {}; }
+Kernel avx2_q8k_kernel(GgmlType) {
+  return {};
+}
 }  // namespace novaserve::cpu_detail
 
 #endif

@@ -33,9 +33,9 @@ NOVASERVE_AVX2_INLINE float load_fp16(const uint8_t* p) {
 /// Byte j of the result is 0xFF when bit j of `bits` is set, else 0.
 NOVASERVE_AVX2_INLINE __m256i expand_bits32(uint32_t bits) {
   const __m256i v = _mm256_set1_epi32(static_cast<int>(bits));
-  const __m256i spread = _mm256_shuffle_epi8(
-      v, _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
-                          3, 3, 3, 3, 3, 3, 3));
+  const __m256i spread =
+      _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
+                                              2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i mask = _mm256_set1_epi64x(0x8040201008040201LL);
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
 }
@@ -83,14 +83,21 @@ NOVASERVE_AVX2_INLINE void tile_cols(const MatmulArgs& a, int64_t o0, int64_t o1
 }
 
 template <class K>
-NOVASERVE_AVX2 void run_tiles(const MatmulArgs& a, int64_t o0, int64_t o1, int64_t r0,
-                              int64_t r1) {
+NOVASERVE_AVX2 void run_tiles(const MatmulArgs& a, int64_t o0, int64_t o1, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; r += 4) {
     switch (std::min<int64_t>(4, r1 - r)) {
-      case 1: tile_cols<K, 1, 4>(a, o0, o1, r); break;
-      case 2: tile_cols<K, 2, 2>(a, o0, o1, r); break;
-      case 3: tile_cols<K, 3, 1>(a, o0, o1, r); break;
-      default: tile_cols<K, 4, 1>(a, o0, o1, r); break;
+      case 1:
+        tile_cols<K, 1, 4>(a, o0, o1, r);
+        break;
+      case 2:
+        tile_cols<K, 2, 2>(a, o0, o1, r);
+        break;
+      case 3:
+        tile_cols<K, 3, 1>(a, o0, o1, r);
+        break;
+      default:
+        tile_cols<K, 4, 1>(a, o0, o1, r);
+        break;
     }
   }
 }

@@ -41,9 +41,10 @@ Kernel scalar_kernel(GgmlType type, ActQuant mode);
 
 /// AVX2+FMA+F16C kernels; fn == nullptr where there is none (the driver then uses the scalar
 /// kernel for that (type, mode), consistently).
-Kernel avx2_exact_kernel(GgmlType type);
-Kernel avx2_q8_kernel(GgmlType type);   // legacy quants (falls through to the K-quants)
-Kernel avx2_q8k_kernel(GgmlType type);  // Q4_K, Q5_K, Q6_K
+Kernel avx2_exact_kernel(GgmlType type);    // float types, legacy quants, Q2_K/Q3_K
+Kernel avx2_exact_k_kernel(GgmlType type);  // Q4_K, Q5_K, Q6_K
+Kernel avx2_q8_kernel(GgmlType type);       // legacy quants (falls through to the K-quants)
+Kernel avx2_q8k_kernel(GgmlType type);      // Q4_K, Q5_K, Q6_K
 
 }  // namespace novaserve::cpu_detail
 

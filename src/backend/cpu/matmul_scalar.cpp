@@ -166,15 +166,24 @@ void q8_tile(const MatmulArgs& a, int64_t o0, int64_t o1, int64_t r0, int64_t r1
 Kernel scalar_kernel(GgmlType type, ActQuant mode) {
   if (mode == ActQuant::kQ8) {
     switch (type) {
-      case GgmlType::kQ8_0: return {q8_tile<UnpackQ8_0>, true, false};
-      case GgmlType::kQ4_0: return {q8_tile<UnpackLegacy<false, 4>>, true, false};
-      case GgmlType::kQ4_1: return {q8_tile<UnpackLegacy<true, 4>>, true, false};
-      case GgmlType::kQ5_0: return {q8_tile<UnpackLegacy<false, 5>>, true, false};
-      case GgmlType::kQ5_1: return {q8_tile<UnpackLegacy<true, 5>>, true, false};
-      case GgmlType::kQ4_K: return {q8_tile<UnpackK45<4>>, true, false};
-      case GgmlType::kQ5_K: return {q8_tile<UnpackK45<5>>, true, false};
-      case GgmlType::kQ6_K: return {q8_tile<UnpackQ6K>, true, false};
-      default: break;  // no integer kernel: exact path
+      case GgmlType::kQ8_0:
+        return {q8_tile<UnpackQ8_0>, true, false};
+      case GgmlType::kQ4_0:
+        return {q8_tile<UnpackLegacy<false, 4>>, true, false};
+      case GgmlType::kQ4_1:
+        return {q8_tile<UnpackLegacy<true, 4>>, true, false};
+      case GgmlType::kQ5_0:
+        return {q8_tile<UnpackLegacy<false, 5>>, true, false};
+      case GgmlType::kQ5_1:
+        return {q8_tile<UnpackLegacy<true, 5>>, true, false};
+      case GgmlType::kQ4_K:
+        return {q8_tile<UnpackK45<4>>, true, false};
+      case GgmlType::kQ5_K:
+        return {q8_tile<UnpackK45<5>>, true, false};
+      case GgmlType::kQ6_K:
+        return {q8_tile<UnpackQ6K>, true, false};
+      default:
+        break;  // no integer kernel: exact path
     }
   }
   if (dequantize_blocks_fn(type) == nullptr) return {};

@@ -16,7 +16,7 @@ TEST(ActQuant, Q8ErrorBoundAndSums) {
   const int64_t n = 1536;
   auto x = matmul_test::random_x(n, 3);
   for (int i = 32; i < 64; ++i) x[i] = 0.0f;  // an all-zero block
-  x[100] = 1e4f;                             // an outlier block
+  x[100] = 1e4f;                              // an outlier block
   std::vector<int8_t> q(n);
   std::vector<float> d(n / 32), s(n / 32);
   quantize_act_q8(x.data(), n, q.data(), d.data(), s.data(), false);

@@ -215,18 +215,25 @@ TEST(CpuOpsTest, EmbedGathersQuantizedRows) {
   for (int j = 0; j < 32; ++j) EXPECT_NEAR(out[32 + j], j / 32.0f, 1.0 / 127);
 }
 
-TEST(CpuOpsTest, VecKernelsMatchScalarArithmetic) {
-  std::vector<float> a(37), b(37);
-  std::iota(a.begin(), a.end(), 1.0f);
-  std::iota(b.begin(), b.end(), -5.0f);
-  double want = 0;
-  for (int i = 0; i < 37; ++i) want += double(a[i]) * b[i];
-  EXPECT_NEAR(vec::dot(a.data(), b.data(), 37), want, 1e-3);
-  std::vector<float> y(37, 1.0f);
-  vec::axpy(2.0f, a.data(), y.data(), 37);
-  for (int i = 0; i < 37; ++i) EXPECT_FLOAT_EQ(y[i], 1 + 2 * a[i]);
-  vec::scale(y.data(), 0.5f, 37);
-  for (int i = 0; i < 37; ++i) EXPECT_FLOAT_EQ(y[i], 0.5f * (1 + 2 * a[i]));
+TEST(CpuOpsTest, VecRowKernelsMatchPlainArithmetic) {
+  // 3 keys of 37 values (not a multiple of 8: exercises the tails).
+  const int64_t n = 37, n_keys = 3;
+  std::vector<float> q(n), k(n_keys * n);
+  std::iota(q.begin(), q.end(), 1.0f);
+  std::iota(k.begin(), k.end(), -50.0f);
+  std::vector<float> scores(n_keys);
+  vec::dot_rows(q.data(), k.data(), n_keys, n, 0.5f, scores.data());
+  for (int64_t j = 0; j < n_keys; ++j) {
+    double want = 0;
+    for (int64_t i = 0; i < n; ++i) want += double(q[i]) * k[j * n + i];
+    EXPECT_NEAR(scores[j], 0.5 * want, 1e-3) << j;
+  }
+  const std::vector<float> w = {0.5f, 0.25f, 2.0f};
+  std::vector<float> out(n, 123.0f);  // overwritten, not accumulated into
+  vec::mix_rows(w.data(), k.data(), n_keys, n, out.data());
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_FLOAT_EQ(out[i], 0.5f * k[i] + 0.25f * k[n + i] + 2.0f * k[2 * n + i]) << i;
+  }
 }
 
 }  // namespace

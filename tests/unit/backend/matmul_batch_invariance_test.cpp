@@ -21,8 +21,7 @@ using matmul_test::type_name;
 
 enum class Isa { kScalar, kAvx2 };
 
-class MatmulBatchInvariance
-    : public ::testing::TestWithParam<std::tuple<GgmlType, ActQuant, Isa>> {
+class MatmulBatchInvariance : public ::testing::TestWithParam<std::tuple<GgmlType, ActQuant, Isa>> {
  protected:
   void SetUp() override {
     if (std::get<2>(GetParam()) == Isa::kAvx2 && !cpu_has_avx2()) {
@@ -59,23 +58,23 @@ TEST_P(MatmulBatchInvariance, RowResultIndependentOfBatchAndThreads) {
       }
       matmul(w.data(), type, in, out, x.data(), n, y.data(), *pools[t], mode);
       for (int i = 0; i < n; ++i) {
-        ASSERT_EQ(0, std::memcmp(y.data() + i * out, alone.data() + ids[i] * out, out * sizeof(float)))
+        ASSERT_EQ(0,
+                  std::memcmp(y.data() + i * out, alone.data() + ids[i] * out, out * sizeof(float)))
             << type_name(type) << " batch " << n << " threads " << t + 1 << " position " << i;
       }
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    All, MatmulBatchInvariance,
-    ::testing::Combine(::testing::ValuesIn(all_types()),
-                       ::testing::Values(ActQuant::kNone, ActQuant::kQ8),
-                       ::testing::Values(Isa::kScalar, Isa::kAvx2)),
-    [](const auto& info) {
-      return type_name(std::get<0>(info.param)) +
-             (std::get<1>(info.param) == ActQuant::kNone ? "_exact" : "_q8") +
-             (std::get<2>(info.param) == Isa::kScalar ? "_scalar" : "_avx2");
-    });
+INSTANTIATE_TEST_SUITE_P(All, MatmulBatchInvariance,
+                         ::testing::Combine(::testing::ValuesIn(all_types()),
+                                            ::testing::Values(ActQuant::kNone, ActQuant::kQ8),
+                                            ::testing::Values(Isa::kScalar, Isa::kAvx2)),
+                         [](const auto& info) {
+                           return type_name(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) == ActQuant::kNone ? "_exact" : "_q8") +
+                                  (std::get<2>(info.param) == Isa::kScalar ? "_scalar" : "_avx2");
+                         });
 
 }  // namespace
 }  // namespace novaserve

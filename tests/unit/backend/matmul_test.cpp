@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <tuple>
 #include <vector>
 
@@ -62,11 +63,32 @@ TEST_P(MatmulAccuracy, MatchesDoubleReference) {
   }
 }
 
-TEST_P(MatmulAccuracy, ExactModeRelativeErrorIsAboutOneUlpTimesSqrtN) {
+INSTANTIATE_TEST_SUITE_P(All, MatmulAccuracy,
+                         ::testing::Combine(::testing::ValuesIn(all_types()),
+                                            ::testing::Values(ActQuant::kNone, ActQuant::kQ8),
+                                            ::testing::Values(Isa::kScalar, Isa::kAvx2)),
+                         [](const auto& info) {
+                           return type_name(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) == ActQuant::kNone ? "_exact" : "_q8") +
+                                  (std::get<2>(info.param) == Isa::kScalar ? "_scalar" : "_avx2");
+                         });
+
+class MatmulExactRelativeError : public ::testing::TestWithParam<std::tuple<GgmlType, Isa>> {
+ protected:
+  void SetUp() override {
+    if (std::get<1>(GetParam()) == Isa::kAvx2 && !cpu_has_avx2()) {
+      GTEST_SKIP() << "CPU lacks AVX2/FMA/F16C";
+    }
+    cpu_force_scalar(std::get<1>(GetParam()) == Isa::kScalar);
+  }
+  void TearDown() override { cpu_force_scalar(false); }
+};
+
+TEST_P(MatmulExactRelativeError, AboutOneUlpTimesSqrtN) {
   // Random signs: the f32 error of an n-term sum grows like u * sqrt(n) relative to the result
   // (u = 6e-8), i.e. ~2e-6 at n = 1536; 1e-5 leaves room for the lane/block structure.
-  const auto [type, mode, isa] = GetParam();
-  if (mode != ActQuant::kNone) GTEST_SKIP() << "exact mode only";
+  const GgmlType type = std::get<0>(GetParam());
+  const ActQuant mode = ActQuant::kNone;
   const int64_t in = 1536, out = 37, rows = 3;
   ThreadPool pool(2);
   const auto w = matmul_test::random_weights(type, in, out, 99);
@@ -85,16 +107,32 @@ TEST_P(MatmulAccuracy, ExactModeRelativeErrorIsAboutOneUlpTimesSqrtN) {
   EXPECT_LT(std::sqrt(err2 / ref2), 1e-5) << type_name(type);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    All, MatmulAccuracy,
-    ::testing::Combine(::testing::ValuesIn(all_types()),
-                       ::testing::Values(ActQuant::kNone, ActQuant::kQ8),
-                       ::testing::Values(Isa::kScalar, Isa::kAvx2)),
-    [](const auto& info) {
-      return type_name(std::get<0>(info.param)) +
-             (std::get<1>(info.param) == ActQuant::kNone ? "_exact" : "_q8") +
-             (std::get<2>(info.param) == Isa::kScalar ? "_scalar" : "_avx2");
-    });
+INSTANTIATE_TEST_SUITE_P(All, MatmulExactRelativeError,
+                         ::testing::Combine(::testing::ValuesIn(all_types()),
+                                            ::testing::Values(Isa::kScalar, Isa::kAvx2)),
+                         [](const auto& info) {
+                           return type_name(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) == Isa::kScalar ? "_scalar" : "_avx2");
+                         });
+
+TEST(Matmul, AvxVnniKernelsMatchAvx2Bitwise) {
+  // The integer dot products are exact either way, so the two instruction sets must agree.
+  if (!cpu_has_avx2()) GTEST_SKIP() << "CPU lacks AVX2";
+  cpu_force_scalar(false);
+  if (!cpu_use_avxvnni()) GTEST_SKIP() << "CPU lacks AVX-VNNI";
+  ThreadPool pool(2);
+  for (GgmlType t : all_types()) {
+    const int64_t in = 512, out = 11, rows = 5;
+    const auto w = matmul_test::random_weights(t, in, out, 5);
+    const auto x = matmul_test::random_x(rows * in, 6);
+    std::vector<float> y1(rows * out), y2(rows * out);
+    matmul(w.data(), t, in, out, x.data(), rows, y1.data(), pool, ActQuant::kQ8);
+    cpu_disable_avxvnni(true);
+    matmul(w.data(), t, in, out, x.data(), rows, y2.data(), pool, ActQuant::kQ8);
+    cpu_disable_avxvnni(false);
+    EXPECT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float))) << type_name(t);
+  }
+}
 
 TEST(MatmulCheck, RejectsUnsupportedTypesAndShapes) {
   Status st = matmul_check(GgmlType::kQ8_1, 64);

@@ -23,7 +23,9 @@ inline const std::vector<GgmlType>& all_types() {
   return kTypes;
 }
 
-inline std::string type_name(GgmlType t) { return std::string(ggml_type_traits(t).name); }
+inline std::string type_name(GgmlType t) {
+  return std::string(ggml_type_traits(t).name);
+}
 
 /// Byte ranges [begin, end) of the fp16 header fields and of the code bytes of one block, from
 /// the format definitions.
@@ -34,17 +36,28 @@ struct Layout {
 
 inline Layout layout(GgmlType t) {
   switch (t) {
-    case GgmlType::kQ8_0: return {{0}, {{2, 34}}};
-    case GgmlType::kQ4_0: return {{0}, {{2, 18}}};
-    case GgmlType::kQ4_1: return {{0, 2}, {{4, 20}}};
-    case GgmlType::kQ5_0: return {{0}, {{2, 22}}};
-    case GgmlType::kQ5_1: return {{0, 2}, {{4, 24}}};
-    case GgmlType::kQ2_K: return {{80, 82}, {{16, 80}}};
-    case GgmlType::kQ3_K: return {{108}, {{0, 96}}};
-    case GgmlType::kQ4_K: return {{0, 2}, {{16, 144}}};
-    case GgmlType::kQ5_K: return {{0, 2}, {{16, 176}}};
-    case GgmlType::kQ6_K: return {{208}, {{0, 192}}};
-    default: return {};
+    case GgmlType::kQ8_0:
+      return {{0}, {{2, 34}}};
+    case GgmlType::kQ4_0:
+      return {{0}, {{2, 18}}};
+    case GgmlType::kQ4_1:
+      return {{0, 2}, {{4, 20}}};
+    case GgmlType::kQ5_0:
+      return {{0}, {{2, 22}}};
+    case GgmlType::kQ5_1:
+      return {{0, 2}, {{4, 24}}};
+    case GgmlType::kQ2_K:
+      return {{80, 82}, {{16, 80}}};
+    case GgmlType::kQ3_K:
+      return {{108}, {{0, 96}}};
+    case GgmlType::kQ4_K:
+      return {{0, 2}, {{16, 144}}};
+    case GgmlType::kQ5_K:
+      return {{0, 2}, {{16, 176}}};
+    case GgmlType::kQ6_K:
+      return {{208}, {{0, 192}}};
+    default:
+      return {};
   }
 }
 

@@ -15,6 +15,7 @@ using testing::Snippet;
 const std::vector<Snippet>& builtin_snippets() {
   static const std::vector<Snippet> kSnippets = {
       {"dict_literal_in_braces", "{{ {'a': {'b': 1}} }}", "{}", "{'a': {'b': 1}}"},
+      {"err_leading_zero_int", "{{ 007 }}", "{}", nullptr},
       {"getattr_prefers_methods", "{{ d.items is defined }}|{{ d['items'] }}|{{ d.get('k') }}",
        "{\"d\": {\"items\": \"I\", \"k\": \"K\"}}", "True|I|K"},
       {"tojson_default",

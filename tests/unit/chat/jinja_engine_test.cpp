@@ -236,6 +236,18 @@ TEST(RenderChat, NullContentRendersEmptyNotNone) {
   EXPECT_EQ(raw.value(), "[assistant:None]");
 }
 
+TEST(RenderChat, AcceptsPlainJson) {
+  // nlohmann::json converts to ordered_json implicitly (key order is then alphabetical).
+  auto t = ChatTemplate::parse("{{ messages|length }}{{ messages[0]|tojson }}");
+  ASSERT_TRUE(t.ok());
+  nlohmann::json msgs = nlohmann::json::array({{{"role", "user"}, {"content", "x"}}});
+  auto a = t->render(nlohmann::json{{"messages", msgs}});
+  auto b = render_chat(*t, msgs, true, "", "");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a.value(), R"(1{"content": "x", "role": "user"})");
+  EXPECT_EQ(b.value(), a.value());
+}
+
 TEST(RenderChat, RejectsMalformedMessages) {
   auto t = ChatTemplate::parse("x");
   ASSERT_TRUE(t.ok());

@@ -29,6 +29,28 @@ const std::vector<Snippet>& syntax_snippets() {
       {"set_lines", "{%- set x = 1 -%}\n  {{ x }}\n{%- set y = 2 %}\n{{ y }}", "{}", "12"},
       {"lstrip_not_after_text", "a {% if true %}b{% endif %}", "{}", "a b"},
       {"data_braces", "{ x } {{ '{' }}", "{}", "{ x } {"},
+      {"int_literals", "{{ 0x1F }} {{ 0b101 }} {{ 0o17 }} {{ 1_000 }} {{ 00 }}", "{}",
+       "31 5 15 1000 0"},
+      {"trim_blocks_only_newline", "{% if true %}  \nx{% endif %}|{% if true %}\n\nx{% endif %}",
+       "{}", "  \nx|\nx"},
+      {"nested_indented_blocks",
+       "{%- for m in messages %}\n    {%- if m.role == 'user' %}\n        {{- '<u>' + m.content "
+       "}}\n    {%- else %}\n        {{- '<a>' + m.content }}\n    {%- endif %}\n{%- endfor %}\n",
+       "{\"messages\": [{\"role\": \"user\", \"content\": \"1\"}, {\"role\": \"assistant\", "
+       "\"content\": \"2\"}]}",
+       "<u>1<a>2"},
+      {"lstrip_mixed_lines",
+       "<\n    {% if true %}\n\t {# c #}\n  x {% if true %}y{% endif %}\n    {{ 'v' }}\n{% endif "
+       "%}>",
+       "{}", "<\n  x y    v\n>"},
+      {"generator_partial_consumption",
+       "{% set g = [1,2,3]|select %}{{ 2 in g }}{{ g|list }}|{% set r = [1,2]|reverse %}{{ r|list "
+       "}}{{ r|list }}|{{ x|items|list }}",
+       "{}", "True[3]|[2, 1][]|[]"},
+      {"tuple_and_dict_literals",
+       "{{ (1,2,2).count(2) }}{{ (1,2).index(2) }}{{ {'a': 1, 'a': 2} }}{{ 'ab' * true }}{{ none "
+       "== 0 }}{{ '' == none }}{{ none is sameas none }}{{ [] is sameas [] }}",
+       "{}", "21{'a': 2}abFalseFalseTrueFalse"},
       {"print_python_values",
        "{{ none }}|{{ true }}|{{ [1, 'a', none, true, 1.5, \"it's\"] }}|{{ {'a': 1, 'b': [2]} "
        "}}|{{ (1,) }}|{{ () }}|{{ (1, 'x') }}",

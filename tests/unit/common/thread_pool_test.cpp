@@ -20,7 +20,8 @@ TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
         hits[static_cast<size_t>(task)].fetch_add(1);
         if (thread < 0 || thread >= threads) bad_thread = true;
       });
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << n << " " << i;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[i].load(), 1) << threads << " " << n << " " << i;
       EXPECT_FALSE(bad_thread.load());
     }
   }
@@ -39,7 +40,8 @@ TEST(ThreadPool, ManyShortCallsAndSleepingWorkers) {
     std::vector<int64_t> part(4, 0);
     pool.parallel_for(16, [&](int64_t task, int thread) { part[thread] += task; });
     for (int64_t p : part) total += p;
-    if (call % 1000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // let workers sleep
+    if (call % 1000 == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // let workers sleep
   }
   EXPECT_EQ(total, 5000 * (15 * 16 / 2));
 }
@@ -59,9 +61,8 @@ TEST(ThreadPool, PerThreadScratchIsExclusive) {
 TEST(ThreadPool, NestedCallRunsInline) {
   ThreadPool pool(3);
   std::atomic<int> inner{0};
-  pool.parallel_for(6, [&](int64_t, int) {
-    pool.parallel_for(5, [&](int64_t, int) { inner.fetch_add(1); });
-  });
+  pool.parallel_for(
+      6, [&](int64_t, int) { pool.parallel_for(5, [&](int64_t, int) { inner.fetch_add(1); }); });
   EXPECT_EQ(inner.load(), 30);
 }
 

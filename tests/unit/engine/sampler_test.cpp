@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 namespace novaserve {
@@ -167,6 +168,42 @@ TEST(SamplerTest, DrawFrequenciesMatchProbabilities) {
   EXPECT_NEAR(counts[0] / double(n), 1.0 / 7, 0.01);
   EXPECT_NEAR(counts[1] / double(n), 2.0 / 7, 0.01);
   EXPECT_NEAR(counts[2] / double(n), 4.0 / 7, 0.01);
+}
+
+// Shared case http-010: a repetition penalty above 1 must never make a seen token more likely,
+// whatever the sign of its logit.
+TEST(SamplerTest, RepetitionPenaltyNeverRaisesAPenalizedTokensProbability) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-6.0f, 6.0f);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> logits(12);
+    for (auto& l : logits) l = dist(rng);
+    const int32_t seen = trial % 12;
+    SamplingParams plain;
+    SamplingParams penalized;
+    penalized.repetition_penalty = 1.0f + (trial % 7) * 0.25f;
+    const auto before = probs(plain, logits, {seen});
+    const auto after = probs(penalized, logits, {seen});
+    EXPECT_LE(after[seen], before[seen] + 1e-7f)
+        << "logit " << logits[seen] << ", penalty " << penalized.repetition_penalty;
+  }
+}
+
+// Shared case http-007: temperature 0 and (temperature 1, top_k 1) pick the same token, ties
+// included.
+TEST(SamplerTest, GreedyEqualsTopKOne) {
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> dist(-3, 3);  // small integers: many ties
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> logits(20);
+    for (auto& l : logits) l = static_cast<float>(dist(rng));
+    SamplingParams topk1;
+    topk1.top_k = 1;
+    topk1.seed = trial;
+    Sampler g(greedy(), 20, {});
+    Sampler k(topk1, 20, {});
+    EXPECT_EQ(g.sample(logits.data()), k.sample(logits.data())) << "trial " << trial;
+  }
 }
 
 TEST(SamplingParamsTest, ValidateRejectsOutOfRangeValues) {

@@ -22,10 +22,10 @@ std::vector<float> deq(GgmlType t, const void* p, int64_t n) {
 
 TEST(Dequantize, Q4_0) {
   BlockQ4_0 b{};
-  b.d = 0x3800;  // 0.5
+  b.d = 0x3800;                          // 0.5
   std::memset(b.qs, 0x88, sizeof b.qs);  // code 8 -> 0
-  b.qs[0] = 0x1f;                         // elem 0 = 15, elem 16 = 1
-  b.qs[15] = 0x0a;                        // elem 15 = 10, elem 31 = 0
+  b.qs[0] = 0x1f;                        // elem 0 = 15, elem 16 = 1
+  b.qs[15] = 0x0a;                       // elem 15 = 10, elem 31 = 0
   const auto y = deq(GgmlType::kQ4_0, &b, 32);
   EXPECT_EQ(y[0], 3.5f);    // (15 - 8) * 0.5
   EXPECT_EQ(y[16], -3.5f);  // (1 - 8) * 0.5
@@ -40,15 +40,15 @@ TEST(Dequantize, Q4_1) {
   b.m = 0xbc00;  // -1.0
   b.qs[3] = 0xa5;
   const auto y = deq(GgmlType::kQ4_1, &b, 32);
-  EXPECT_EQ(y[3], 4.0f);    // 5 * 1 - 1
-  EXPECT_EQ(y[19], 9.0f);   // 10 * 1 - 1
-  EXPECT_EQ(y[0], -1.0f);   // 0 * 1 - 1
+  EXPECT_EQ(y[3], 4.0f);   // 5 * 1 - 1
+  EXPECT_EQ(y[19], 9.0f);  // 10 * 1 - 1
+  EXPECT_EQ(y[0], -1.0f);  // 0 * 1 - 1
   EXPECT_EQ(y[31], -1.0f);
 }
 
 TEST(Dequantize, Q5_0) {
   BlockQ5_0 b{};
-  b.d = 0x4000;  // 2.0
+  b.d = 0x4000;                                    // 2.0
   const uint8_t qh[4] = {0x01, 0x00, 0x02, 0x00};  // bits 0 and 17
   std::memcpy(b.qh, qh, 4);
   b.qs[1] = 0xf3;
@@ -61,8 +61,8 @@ TEST(Dequantize, Q5_0) {
 
 TEST(Dequantize, Q5_1) {
   BlockQ5_1 b{};
-  b.d = 0x3800;  // 0.5
-  b.m = 0x4200;  // 3.0
+  b.d = 0x3800;                                    // 0.5
+  b.m = 0x4200;                                    // 3.0
   const uint8_t qh[4] = {0x00, 0x00, 0x00, 0x80};  // bit 31
   std::memcpy(b.qh, qh, 4);
   b.qs[15] = 0x70;
@@ -87,14 +87,14 @@ TEST(Dequantize, Q8_0) {
 
 TEST(Dequantize, Q2_K) {
   BlockQ2K b{};
-  b.d = 0x3c00;     // 1.0
-  b.dmin = 0x3400;  // 0.25
+  b.d = 0x3c00;        // 1.0
+  b.dmin = 0x3400;     // 0.25
   b.scales[0] = 0x23;  // sub 0: scale 3, min 2
   b.scales[3] = 0x1f;  // sub 3: scale 15, min 1
   b.qs[0] = 0xe4;      // 2-bit fields 0,1,2,3 for positions 0, 32, 64, 96
   b.qs[16] = 0x0c;     // bits 2-3 = 3: position 48 (sub-block 3)
   const auto y = deq(GgmlType::kQ2_K, &b, 256);
-  EXPECT_EQ(y[0], -0.5f);    // 3 * 0 - 0.25 * 2
+  EXPECT_EQ(y[0], -0.5f);  // 3 * 0 - 0.25 * 2
   EXPECT_EQ(y[1], -0.5f);
   EXPECT_EQ(y[32], 0.0f);    // sub 2 has scale 0, min 0
   EXPECT_EQ(y[48], 44.75f);  // 15 * 3 - 0.25 * 1
@@ -162,19 +162,19 @@ TEST(Dequantize, Q6_K) {
   b.scales[4] = 4;
   b.scales[5] = -2;
   b.scales[15] = 1;
-  b.ql[0] = 0x21;    // position 0 low nibble 1, position 64 high nibble 2
-  b.qh[0] = 0x02;    // position 0 top bits 2; position 64 top bits 0
-  b.ql[16] = 0xf0;   // position 80 high nibble 15
-  b.qh[16] = 0x30;   // position 80 top bits 3
-  b.qh[63] = 0x40;   // position 255 (half 1, l = 31, bits 6-7) top bits 1
+  b.ql[0] = 0x21;   // position 0 low nibble 1, position 64 high nibble 2
+  b.qh[0] = 0x02;   // position 0 top bits 2; position 64 top bits 0
+  b.ql[16] = 0xf0;  // position 80 high nibble 15
+  b.qh[16] = 0x30;  // position 80 top bits 3
+  b.qh[63] = 0x40;  // position 255 (half 1, l = 31, bits 6-7) top bits 1
   const auto y = deq(GgmlType::kQ6_K, &b, 256);
-  EXPECT_EQ(y[0], 1.5f);     // 0.5 * 3 * (33 - 32)
-  EXPECT_EQ(y[1], -48.0f);   // 0.5 * 3 * (0 - 32)
-  EXPECT_EQ(y[64], -60.0f);  // 0.5 * 4 * (2 - 32)
-  EXPECT_EQ(y[80], -31.0f);  // 0.5 * -2 * (63 - 32)
-  EXPECT_EQ(y[255], -8.0f);  // 0.5 * 1 * (16 - 32)
-  EXPECT_EQ(y[254], -16.0f); // 0.5 * 1 * (0 - 32)
-  EXPECT_EQ(y[20], -0.0f);   // sub 1 scale 0
+  EXPECT_EQ(y[0], 1.5f);      // 0.5 * 3 * (33 - 32)
+  EXPECT_EQ(y[1], -48.0f);    // 0.5 * 3 * (0 - 32)
+  EXPECT_EQ(y[64], -60.0f);   // 0.5 * 4 * (2 - 32)
+  EXPECT_EQ(y[80], -31.0f);   // 0.5 * -2 * (63 - 32)
+  EXPECT_EQ(y[255], -8.0f);   // 0.5 * 1 * (16 - 32)
+  EXPECT_EQ(y[254], -16.0f);  // 0.5 * 1 * (0 - 32)
+  EXPECT_EQ(y[20], -0.0f);    // sub 1 scale 0
 }
 
 TEST(Dequantize, FloatTypes) {

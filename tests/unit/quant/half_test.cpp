@@ -21,7 +21,7 @@ namespace {
 TEST(Half, Fp16ToF32KnownValues) {
   EXPECT_EQ(fp16_to_f32(0x3c00), 1.0f);
   EXPECT_EQ(fp16_to_f32(0xc000), -2.0f);
-  EXPECT_EQ(fp16_to_f32(0x7bff), 65504.0f);           // largest finite
+  EXPECT_EQ(fp16_to_f32(0x7bff), 65504.0f);               // largest finite
   EXPECT_EQ(fp16_to_f32(0x0400), std::ldexp(1.0f, -14));  // smallest normal
   EXPECT_EQ(fp16_to_f32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
   EXPECT_EQ(fp16_to_f32(0x03ff), 1023.0f * std::ldexp(1.0f, -24));
@@ -101,8 +101,8 @@ TEST(Half, F32ToFp16MatchesNearestSearch) {
   }
   // Every midpoint between consecutive fp16 values (exactly representable in f32).
   for (uint32_t h = 0; h + 1 < 0x7c00; ++h) {
-    const float mid = 0.5f * (fp16_to_f32(static_cast<uint16_t>(h)) +
-                              fp16_to_f32(static_cast<uint16_t>(h + 1)));
+    const float mid =
+        0.5f * (fp16_to_f32(static_cast<uint16_t>(h)) + fp16_to_f32(static_cast<uint16_t>(h + 1)));
     ASSERT_EQ(f32_to_fp16(mid), reference_round(mid)) << h;
   }
 }

@@ -24,13 +24,27 @@ std::vector<float> make_row(int kind, int64_t n, uint32_t seed) {
   std::vector<float> x(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     switch (kind) {
-      case 0: x[i] = normal(rng); break;                       // centred
-      case 1: x[i] = 100.0f + uni(rng); break;                 // positive offset
-      case 2: x[i] = -3.0f - 2.0f * uni(rng); break;           // all negative
-      case 3: x[i] = (i % 37 == 0 ? 50.0f : 0.1f) * normal(rng); break;  // outliers
-      case 4: x[i] = 1e-6f * normal(rng); break;               // fp16-subnormal scales
-      case 5: x[i] = 0.0f; break;
-      default: x[i] = 0.75f; break;                            // constant
+      case 0:
+        x[i] = normal(rng);
+        break;  // centred
+      case 1:
+        x[i] = 100.0f + uni(rng);
+        break;  // positive offset
+      case 2:
+        x[i] = -3.0f - 2.0f * uni(rng);
+        break;  // all negative
+      case 3:
+        x[i] = (i % 37 == 0 ? 50.0f : 0.1f) * normal(rng);
+        break;  // outliers
+      case 4:
+        x[i] = 1e-6f * normal(rng);
+        break;  // fp16-subnormal scales
+      case 5:
+        x[i] = 0.0f;
+        break;
+      default:
+        x[i] = 0.75f;
+        break;  // constant
     }
   }
   return x;
@@ -52,11 +66,16 @@ float step_for(GgmlType t, const uint8_t* row, int64_t i) {
     return fp16_to_f32(h);
   };
   switch (t) {
-    case GgmlType::kQ8_0: return std::fabs(f16(row + (i / 32) * 34));
-    case GgmlType::kQ4_0: return std::fabs(f16(row + (i / 32) * 18));
-    case GgmlType::kQ4_1: return f16(row + (i / 32) * 20);
-    case GgmlType::kQ5_0: return std::fabs(f16(row + (i / 32) * 22));
-    case GgmlType::kQ5_1: return f16(row + (i / 32) * 24);
+    case GgmlType::kQ8_0:
+      return std::fabs(f16(row + (i / 32) * 34));
+    case GgmlType::kQ4_0:
+      return std::fabs(f16(row + (i / 32) * 18));
+    case GgmlType::kQ4_1:
+      return f16(row + (i / 32) * 20);
+    case GgmlType::kQ5_0:
+      return std::fabs(f16(row + (i / 32) * 22));
+    case GgmlType::kQ5_1:
+      return f16(row + (i / 32) * 24);
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K: {
       const uint8_t* b = row + (i / 256) * (t == GgmlType::kQ4_K ? 144 : 176);
@@ -69,7 +88,8 @@ float step_for(GgmlType t, const uint8_t* row, int64_t i) {
       const auto sc = static_cast<int8_t>(b[192 + (i % 256) / 16]);
       return std::fabs(f16(b + 208) * static_cast<float>(sc));
     }
-    default: return 0.0f;
+    default:
+      return 0.0f;
   }
 }
 
@@ -129,20 +149,37 @@ TEST_P(QuantizeRoundTrip, StepIsCloseToTheIdealForTheRange) {
       super_amax = std::max(super_amax, std::fabs(x[k]));
     float ideal;
     switch (c.type) {
-      case GgmlType::kQ8_0: ideal = amax / 127; break;
-      case GgmlType::kQ4_0: ideal = amax / 8; break;
-      case GgmlType::kQ5_0: ideal = amax / 16; break;
-      case GgmlType::kQ4_1: ideal = (hi - lo) / 15; break;
-      case GgmlType::kQ5_1: ideal = (hi - lo) / 31; break;
+      case GgmlType::kQ8_0:
+        ideal = amax / 127;
+        break;
+      case GgmlType::kQ4_0:
+        ideal = amax / 8;
+        break;
+      case GgmlType::kQ5_0:
+        ideal = amax / 16;
+        break;
+      case GgmlType::kQ4_1:
+        ideal = (hi - lo) / 15;
+        break;
+      case GgmlType::kQ5_1:
+        ideal = (hi - lo) / 31;
+        break;
       // K-quants: offsets only go down (min <= 0), and 6/8-bit scale codes are rounded up by
       // at most one unit of the super-block scales: dmin <= amax/63 enlarges the span by
       // dmin/levels, and d <= (2 amax + dmin)/levels/63 is added once more.
-      case GgmlType::kQ4_K: ideal = (hi - std::min(lo, 0.0f)) / 15 + 4 * super_amax / 15 / 63; break;
-      case GgmlType::kQ5_K: ideal = (hi - std::min(lo, 0.0f)) / 31 + 4 * super_amax / 31 / 63; break;
-      default: ideal = amax / 32 + super_amax / 32 / 127; break;  // Q6_K
+      case GgmlType::kQ4_K:
+        ideal = (hi - std::min(lo, 0.0f)) / 15 + 4 * super_amax / 15 / 63;
+        break;
+      case GgmlType::kQ5_K:
+        ideal = (hi - std::min(lo, 0.0f)) / 31 + 4 * super_amax / 31 / 63;
+        break;
+      default:
+        ideal = amax / 32 + super_amax / 32 / 127;
+        break;  // Q6_K
     }
     const float step = step_for(c.type, q.data(), s0);
-    EXPECT_LE(step, ideal * (1.0f + 1.0f / 512) + 1e-7f) << ggml_type_traits(c.type).name << " at " << s0;
+    EXPECT_LE(step, ideal * (1.0f + 1.0f / 512) + 1e-7f)
+        << ggml_type_traits(c.type).name << " at " << s0;
   }
 }
 

@@ -1,0 +1,136 @@
+// Scheduler: decides, once per engine step, which sequences run and how many tokens each one
+// computes, and owns every sequence and the KV block pool. Contract: docs/engine.md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/result.h"
+#include "engine/kv_block_pool.h"
+#include "engine/sequence.h"
+
+namespace novaserve {
+
+/// Scheduler limits (the serve flags of the same names).
+struct SchedulerConfig {
+  int32_t max_num_seqs = 32;              ///< --max-num-seqs: running sequences per step
+  int32_t max_num_batched_tokens = 2048;  ///< --max-num-batched-tokens: tokens per step
+  int32_t max_model_len = 2048;           ///< context length: prompt + max_tokens must fit
+  bool enable_prefix_caching = true;      ///< --enable-prefix-caching
+};
+
+/// One sequence's share of a step: the model computes tokens()[pos0, pos0 + num_tokens) at
+/// positions pos0.. and the KV length after the step is pos0 + num_tokens.
+struct ScheduledSeq {
+  Sequence* seq = nullptr;
+  int32_t pos0 = 0;        ///< == seq->num_computed_tokens() when scheduled
+  int32_t num_tokens = 0;  ///< >= 1
+  /// pos0 + num_tokens == seq->num_tokens(): the last row's logits are sampled. False for a
+  /// prompt chunk that does not reach the end of the prompt.
+  bool sample = false;
+};
+
+/// The result of one schedule() call. Valid until the next schedule().
+struct SchedulerPlan {
+  std::vector<ScheduledSeq> seqs;  ///< decodes first, then prompt chunks, then admissions
+  int32_t num_batched_tokens = 0;  ///< sum of num_tokens, <= max_num_batched_tokens
+  /// Sequences whose cancel flag was seen this step: finished with kAbort, blocks already
+  /// freed. The engine emits their final output; they are destroyed at the next schedule().
+  std::vector<std::unique_ptr<Sequence>> aborted;
+  int32_t num_preempted = 0;  ///< running sequences sent back to waiting this step
+};
+
+/// Monotonic counters (EngineStats / metrics).
+struct SchedulerStats {
+  int64_t num_preemptions = 0;
+  int64_t prefix_cache_queries = 0;  ///< tokens of admitted sequences looked up
+  int64_t prefix_cache_hits = 0;     ///< of those, tokens served from cached blocks
+};
+
+/// Continuous-batching scheduler with chunked prefill, prefix caching and recompute preemption
+/// (the policy of vLLM's v1 scheduler, described in docs/engine.md):
+///   1. drop cancelled sequences (waiting or running), freeing their blocks;
+///   2. running sequences in priority order, decodes before prompt chunks: each gets
+///      min(remaining tokens, budget left); when its new tokens need more blocks than are free,
+///      the lowest-priority newest running sequence is preempted (all blocks freed, back to
+///      waiting, recomputed from its first token later), possibly itself;
+///   3. unless step 2 preempted, admit waiting sequences in (priority, arrival) order while the
+///      budget, max_num_seqs and free blocks allow, reusing prefix-cached full blocks; the first
+///      that does not fit stops admission (FCFS, no overtaking).
+/// The highest-priority running sequence can always proceed because add() rejects a sequence
+/// that could not fit in the pool alone, so every step with work schedules something.
+///
+/// Call order per step: schedule() -> model forward on plan.seqs -> commit() -> sample the
+/// `sample` entries, append_token() or finish() each. Not thread-safe (engine thread only).
+class Scheduler {
+ public:
+  /// Errors: kInvalidInput unless max_num_seqs >= 1, max_model_len >= 1 and
+  /// max_num_batched_tokens >= max_num_seqs (so every running decode can get a token).
+  static Result<std::unique_ptr<Scheduler>> create(const SchedulerConfig& config,
+                                                   KvBlockPool pool);
+
+  /// Queues a new sequence (status waiting, nothing computed). Errors: kInvalidInput when
+  /// prompt + max_tokens exceeds max_model_len, or its KV (prompt + max_tokens - 1 positions)
+  /// needs more blocks than the whole pool: it could never run, so it is refused now rather
+  /// than left to loop.
+  Status add(std::unique_ptr<Sequence> seq);
+
+  /// Plans one step (see the class comment). `now` stamps first_scheduled(). An empty
+  /// plan.seqs means no work. Does not allocate while the waiting queue and abort list stay
+  /// within the capacity reserved at create() (max_num_seqs each, growing on demand).
+  const SchedulerPlan& schedule(std::chrono::steady_clock::time_point now);
+
+  /// Records that the model computed the last plan: advances each sequence's computed tokens
+  /// and publishes newly full blocks in the prefix cache (swapping a duplicate for the cached
+  /// copy). Checked: called at most once per plan and not after a finish() (which may have
+  /// taken a planned sequence away); after a failed forward, finish the planned sequences
+  /// (e.g. kError) instead of committing.
+  void commit();
+
+  /// Ends `seq` (running or waiting) with `reason`: frees its blocks now, marks it finished and
+  /// hands it back to the caller to emit its final output. Checked: `seq` is owned here.
+  std::unique_ptr<Sequence> finish(Sequence& seq, FinishReason reason);
+
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  const SchedulerStats& stats() const { return stats_; }
+  const KvBlockPool& pool() const { return pool_; }
+  const SchedulerConfig& config() const { return config_; }
+
+  /// Checks the pool's invariants and the scheduler's: every reference a block holds belongs
+  /// to exactly one block-table entry of a running sequence, waiting sequences hold no blocks
+  /// and have nothing computed, each table covers its computed tokens, the queues are ordered
+  /// and max_num_seqs holds. Errors: kInternal naming the first violation.
+  Status check_invariants() const;
+
+ private:
+  Scheduler(const SchedulerConfig& config, KvBlockPool pool);
+
+  void drop_cancelled();
+  void schedule_running(bool decodes);
+  void admit_waiting(std::chrono::steady_clock::time_point now);
+  // Gives `seq` room for `n` more tokens, preempting from the back of running_; false when
+  // `seq` itself was preempted.
+  bool reserve_blocks(Sequence& seq, int32_t n);
+  void preempt_last();
+  // Prefix-cache lookup for a waiting sequence: pushes its cached leading blocks; returns them.
+  int32_t match_prefix(Sequence& seq);
+  void register_full_blocks(Sequence& seq);
+  void insert_waiting(std::unique_ptr<Sequence> seq);
+  void insert_running(std::unique_ptr<Sequence> seq);
+
+  SchedulerConfig config_;
+  KvBlockPool pool_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // ascending (priority, arrival_index)
+  std::vector<std::unique_ptr<Sequence>> waiting_;  // descending: back() runs next
+  SchedulerPlan plan_;
+  int32_t budget_ = 0;  // tokens left in the step being planned
+  bool plan_open_ = false;  // a plan was scheduled and not yet committed or invalidated
+  uint64_t next_arrival_ = 0;
+  SchedulerStats stats_;
+};
+
+}  // namespace novaserve

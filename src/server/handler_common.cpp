@@ -1,0 +1,49 @@
+#include "server/handler_common.h"
+
+namespace novaserve {
+
+HttpResponse unavailable(const std::string& message, const char* code) {
+  ApiError e;
+  e.status = 503;
+  e.type = "server_error";
+  e.message = message;
+  e.code = code;
+  HttpResponse r = HttpResponse::error(e);
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+const ModelServices* model_for_inference(ServerContext& ctx, ResponseChannel& channel) {
+  switch (ctx.lifecycle.state()) {
+    case ServeState::kLoading:
+      channel.send(unavailable("the model is still loading", "model_loading"));
+      return nullptr;
+    case ServeState::kDraining:
+      channel.send(unavailable("the server is shutting down", "shutting_down"));
+      return nullptr;
+    case ServeState::kServing:
+      break;
+  }
+  return ctx.model();
+}
+
+const ModelServices* model_for_utility(ServerContext& ctx, ResponseChannel& channel) {
+  const ModelServices* m = ctx.model();
+  if (m == nullptr) channel.send(unavailable("the model is still loading", "model_loading"));
+  return m;
+}
+
+std::optional<ApiError> check_model_name(const ServerContext& ctx,
+                                         const std::optional<std::string>& model) {
+  if (!model || *model == ctx.config.model_name) return std::nullopt;
+  ApiError e;
+  e.status = 404;
+  e.type = "not_found_error";
+  e.param = "model";
+  e.code = "model_not_found";
+  e.message = "The model `" + *model + "` does not exist. This server serves `" +
+              ctx.config.model_name + "`.";
+  return e;
+}
+
+}  // namespace novaserve

@@ -1,0 +1,93 @@
+#include "server/http_server.h"
+
+#include <boost/asio/post.hpp>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+#include "server/routes.h"
+
+namespace novaserve {
+namespace {
+
+// After --shutdown-timeout aborts what is still running, the aborted responses get this long to
+// be written before the I/O threads stop.
+constexpr std::chrono::seconds kAbortGrace{5};
+
+}  // namespace
+
+HttpServer::HttpServer(HttpServerOptions options, ServerContext& ctx)
+    : options_(std::move(options)), ctx_(ctx), ioc_(std::max(1, options_.threads)), signals_(ioc_) {
+  add_routes(router_, ctx_);
+  dispatch_ = [this](HttpRequest&& r, std::shared_ptr<ResponseChannel> c) {
+    dispatch_request(router_, ctx_, std::move(r), c);
+  };
+  listener_ = std::make_shared<HttpListener>(ioc_, options_.limits, dispatch_);
+}
+
+HttpServer::~HttpServer() {
+  ioc_.stop();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+Status HttpServer::listen() {
+  return listener_->listen(options_.host, options_.port, options_.backlog);
+}
+
+uint16_t HttpServer::port() const {
+  return listener_->port();
+}
+
+void HttpServer::start() {
+  listener_->start();
+  if (options_.handle_signals) {
+    signals_.add(SIGTERM);
+    signals_.add(SIGINT);
+    wait_signal();
+  }
+  for (int i = 0; i < std::max(1, options_.threads); ++i) {
+    threads_.emplace_back([this] { ioc_.run(); });
+  }
+}
+
+void HttpServer::wait_signal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    if (++signals_seen_ == 1) {
+      std::fprintf(stderr,
+                   "novaserve serve: signal %d: draining (%zu requests in flight, up to %lld s); "
+                   "send it again to exit at once\n",
+                   sig, ctx_.lifecycle.in_flight(),
+                   static_cast<long long>(options_.shutdown_timeout.count() / 1000));
+      ctx_.lifecycle.begin_drain();
+      wait_signal();
+    } else {
+      std::fprintf(stderr, "novaserve serve: second signal %d: exiting now\n", sig);
+      std::fflush(stderr);
+      std::_Exit(128 + sig);
+    }
+  });
+}
+
+void HttpServer::run_until_drained() {
+  ctx_.lifecycle.wait_for_drain();
+  const auto deadline = std::chrono::steady_clock::now() + options_.shutdown_timeout;
+  if (!ctx_.lifecycle.wait_idle(deadline)) {
+    std::fprintf(stderr, "novaserve serve: shutdown timeout: aborting %zu requests\n",
+                 ctx_.lifecycle.in_flight());
+    ctx_.lifecycle.cancel_all();
+    if (!ctx_.lifecycle.wait_idle(std::chrono::steady_clock::now() + kAbortGrace)) {
+      std::fprintf(stderr, "novaserve serve: %zu requests did not end after abort\n",
+                   ctx_.lifecycle.in_flight());
+    }
+  }
+  boost::asio::post(ioc_, [l = listener_] { l->stop(); });
+  ioc_.stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  std::fprintf(stderr, "novaserve serve: drained, stopping\n");
+}
+
+}  // namespace novaserve

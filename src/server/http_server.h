@@ -1,0 +1,68 @@
+// The OpenAI-compatible HTTP server: I/O threads running Boost.Asio, the listener, the route
+// table, signal handling and the shutdown drain. The model is published once loaded; until
+// then /health answers 503 "loading".
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "server/http_listener.h"
+#include "server/router.h"
+#include "server/server_context.h"
+
+namespace novaserve {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;  ///< 0 picks a free port
+  int backlog = 2048;
+  int threads = 2;  ///< --threads-http: I/O threads (parsing, templates, tokenization)
+  TransportLimits limits;
+  /// --shutdown-timeout: after the first signal, in-flight requests may finish for this long;
+  /// the rest are aborted (finish_reason "abort").
+  std::chrono::milliseconds shutdown_timeout{30000};
+  bool handle_signals = true;  ///< SIGTERM/SIGINT start the drain (tests turn this off)
+};
+
+class HttpServer {
+ public:
+  /// `ctx` carries config, auth, metrics and lifecycle; it must outlive the server.
+  HttpServer(HttpServerOptions options, ServerContext& ctx);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  /// Binds the listening socket. Errors: see HttpListener::listen.
+  Status listen();
+  uint16_t port() const;
+
+  /// Starts accepting, the I/O threads and (if enabled) signal handling.
+  void start();
+
+  /// Blocks until a drain is requested (first SIGTERM/SIGINT, or ctx.lifecycle.begin_drain()),
+  /// lets in-flight requests finish for up to shutdown_timeout, aborts the rest, then stops
+  /// the I/O threads. The engine may be destroyed after this returns, before the server.
+  void run_until_drained();
+
+ private:
+  void wait_signal();
+
+  HttpServerOptions options_;
+  ServerContext& ctx_;
+  boost::asio::io_context ioc_;
+  Router router_;
+  Dispatch dispatch_;
+  std::shared_ptr<HttpListener> listener_;
+  boost::asio::signal_set signals_;
+  int signals_seen_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace novaserve

@@ -1,0 +1,61 @@
+#include "server/routes.h"
+
+#include <cstdio>
+#include <exception>
+
+#include "server/admin_handlers.h"
+#include "server/chat_handler.h"
+#include "server/completions_handler.h"
+#include "server/text_handlers.h"
+
+namespace novaserve {
+
+void add_routes(Router& router, ServerContext& ctx) {
+  using Fn = void (*)(ServerContext&, HttpRequest&, const std::shared_ptr<ResponseChannel>&);
+  auto bind = [&ctx](Fn fn) {
+    return [&ctx, fn](HttpRequest& r, const std::shared_ptr<ResponseChannel>& c) { fn(ctx, r, c); };
+  };
+  router.add("GET", "/health", bind(handle_health), /*is_public=*/true);
+  router.add("GET", "/metrics", bind(handle_metrics), /*is_public=*/true);
+  router.add("GET", "/v1/models", bind(handle_models));
+  router.add("POST", "/v1/completions", bind(handle_completions));
+  router.add("POST", "/v1/chat/completions", bind(handle_chat_completions));
+  router.add("POST", "/tokenize", bind(handle_tokenize));
+  router.add("POST", "/detokenize", bind(handle_detokenize));
+  router.add("POST", "/apply-template", bind(handle_apply_template));
+}
+
+void dispatch_request(const Router& router, const ServerContext& ctx, HttpRequest&& request,
+                      const std::shared_ptr<ResponseChannel>& channel) {
+  const Router::Found found = router.find(request.method, request.path);
+  if (found.route == nullptr) {
+    HttpResponse r = HttpResponse::error(found.error);
+    if (found.error.status == 405) r.headers.emplace_back("Allow", found.allow);
+    return channel->send(std::move(r));
+  }
+  if (!found.route->is_public && !ctx.auth.allows(request.header("Authorization"))) {
+    ApiError e;
+    e.status = 401;
+    e.type = "authentication_error";
+    e.code = "invalid_api_key";
+    e.message = "missing or incorrect API key; send Authorization: Bearer <key>";
+    HttpResponse r = HttpResponse::error(e);
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return channel->send(std::move(r));
+  }
+  try {
+    found.route->handler(request, channel);
+  } catch (const std::exception& ex) {
+    // Only internal faults get here (bad_alloc, a library throwing on a path we did not guard);
+    // the request fails, the server keeps serving.
+    std::fprintf(stderr, "novaserve serve: internal error on %s %s: %s\n", request.method.c_str(),
+                 request.path.c_str(), ex.what());
+    ApiError e;
+    e.status = 500;
+    e.type = "server_error";
+    e.message = std::string("internal error: ") + ex.what();
+    channel->send(HttpResponse::error(e));
+  }
+}
+
+}  // namespace novaserve

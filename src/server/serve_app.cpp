@@ -1,0 +1,138 @@
+#include "server/serve_app.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gguf/gguf_file.h"
+#include "tokenizer/tokenizer.h"
+
+namespace novaserve {
+namespace {
+
+int fail(std::string message) {
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';  // the CLI error contract is one line
+  }
+  std::fprintf(stderr, "novaserve serve: error: %s\n", message.c_str());
+  return 2;
+}
+
+Status check_options(const ServeOptions& o) {
+  const auto bad = [](const std::string& m) { return Err(ErrorCode::kInvalidInput, m); };
+  if (o.model_path.empty()) return bad("--model is required");
+  if (o.http.backlog < 1) return bad("--backlog must be >= 1");
+  if (o.http.threads < 1) return bad("--threads-http must be >= 1");
+  if (o.http.limits.max_body_bytes < 1) return bad("--max-body-bytes must be >= 1");
+  if (o.http.limits.header_timeout.count() < 1) return bad("--header-timeout must be > 0");
+  if (o.http.limits.request_timeout.count() < 1) return bad("--timeout must be > 0");
+  if (o.http.shutdown_timeout.count() < 0) return bad("--shutdown-timeout must be >= 0");
+  if (o.max_queued_requests < 1) return bad("--max-queued-requests must be >= 1");
+  return {};
+}
+
+// The chat template: --chat-template FILE, else the model's tokenizer.chat_template, else none.
+Result<std::optional<ChatTemplate>> load_template(const ServeOptions& o, const GgufFile& gguf) {
+  std::string source;
+  std::string origin;
+  if (!o.chat_template_file.empty()) {
+    std::ifstream in(o.chat_template_file, std::ios::binary);
+    if (!in)
+      return Err(ErrorCode::kNotFound, "cannot read --chat-template " + o.chat_template_file);
+    std::ostringstream s;
+    s << in.rdbuf();
+    source = s.str();
+    origin = o.chat_template_file;
+  } else {
+    auto t = gguf.get_string("tokenizer.chat_template");
+    if (!t.ok()) {
+      std::fprintf(stderr,
+                   "novaserve serve: the model has no chat template; /v1/chat/completions answers "
+                   "400 unless --chat-template is given\n");
+      return std::optional<ChatTemplate>();
+    }
+    source = std::move(t.value());
+    origin = "the model's tokenizer.chat_template";
+  }
+  auto parsed = ChatTemplate::parse(source);
+  if (!parsed.ok()) {
+    if (!o.chat_template_file.empty())
+      return Err(parsed.error().code, origin + ": " + parsed.error().message);
+    std::fprintf(stderr, "novaserve serve: %s cannot be used (%s); chat completions disabled\n",
+                 origin.c_str(), parsed.error().message.c_str());
+    return std::optional<ChatTemplate>();
+  }
+  return std::optional<ChatTemplate>(std::move(parsed.value()));
+}
+
+// Everything the model side owns. Declared after the HttpServer in run_serve, so it is
+// destroyed first: the engine stops (its last callbacks post into the stopped io_context)
+// before the server and its io_context go.
+struct LoadedModel {
+  std::shared_ptr<const GgufFile> gguf;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<EngineClient> engine;
+  ModelServices services;
+};
+
+Status load_model(const ServeOptions& o, const EngineFactory& make_engine, LoadedModel& m) {
+  auto file = GgufFile::open(o.model_path);
+  if (!file.ok()) return file.error();
+  m.gguf = std::move(file.value());
+  auto tok = Tokenizer::from_gguf(*m.gguf);
+  if (!tok.ok()) return Err(tok.error().code, o.model_path + ": " + tok.error().message);
+  m.tokenizer = std::move(tok.value());
+  auto tmpl = load_template(o, *m.gguf);
+  if (!tmpl.ok()) return tmpl.error();
+  auto engine = make_engine(m.gguf, *m.tokenizer);
+  if (!engine.ok()) return Err(engine.error().code, "engine: " + engine.error().message);
+  m.engine = std::move(engine.value());
+  m.services.engine = m.engine.get();
+  m.services.tokenizer = m.tokenizer.get();
+  m.services.chat_template = std::move(tmpl.value());
+  const Tokenizer& t = *m.tokenizer;
+  m.services.bos_token = t.bos_id() >= 0 ? t.token_text(t.bos_id()) : "";
+  m.services.eos_token = t.eos_id() >= 0 ? t.token_text(t.eos_id()) : "";
+  return {};
+}
+
+}  // namespace
+
+int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
+  if (auto st = check_options(options); !st.ok()) return fail(st.error().message);
+  ServerContext ctx;
+  ctx.config.model_name = options.served_model_name.empty()
+                              ? std::filesystem::path(options.model_path).stem().string()
+                              : options.served_model_name;
+  ctx.config.max_queued_requests = options.max_queued_requests;
+  auto auth = ApiKeyAuth::create(options.api_keys, options.api_key_file);
+  if (!auth.ok()) return fail(auth.error().message);
+  ctx.auth = std::move(auth.value());
+
+  HttpServer server(options.http, ctx);
+  if (auto st = server.listen(); !st.ok()) return fail(st.error().message);
+  server.start();
+  std::fprintf(stderr, "novaserve serve: listening on http://%s:%u (loading %s)\n",
+               options.http.host.c_str(), static_cast<unsigned>(server.port()),
+               options.model_path.c_str());
+
+  LoadedModel model;
+  if (auto st = load_model(options, make_engine, model); !st.ok()) {
+    ctx.lifecycle.begin_drain();
+    server.run_until_drained();
+    return fail(st.error().message);
+  }
+  ctx.publish(&model.services);
+  std::fprintf(stderr,
+               "novaserve serve: serving '%s' (vocabulary %d, context %d tokens, chat template: "
+               "%s, API keys: %s)\n",
+               ctx.config.model_name.c_str(), model.engine->n_vocab(),
+               model.engine->context_length(), model.services.chat_template ? "yes" : "none",
+               ctx.auth.enabled() ? "required" : "off");
+  if (options.on_serving) options.on_serving(ctx, server.port());
+  server.run_until_drained();
+  return 0;
+}
+
+}  // namespace novaserve

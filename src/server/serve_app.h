@@ -1,0 +1,44 @@
+// `novaserve serve` minus the engine: binds the port first (so /health answers 503 "loading"
+// during start-up), loads the GGUF file's tokenizer and chat template, builds the engine through
+// a factory the CLI supplies (src/engine), serves until a drain, and releases everything in an
+// order that keeps engine callbacks safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "engine/request.h"
+#include "server/http_server.h"
+
+namespace novaserve {
+
+class GgufFile;
+class Tokenizer;
+
+struct ServeOptions {
+  std::string model_path;          ///< --model: GGUF file
+  std::string served_model_name;   ///< --served-model-name; default: the file's stem
+  std::string chat_template_file;  ///< --chat-template: overrides tokenizer.chat_template
+  HttpServerOptions http;
+  int32_t max_queued_requests = 1024;
+  std::vector<std::string> api_keys;  ///< --api-key (repeatable)
+  std::string api_key_file;           ///< --api-key-file
+  /// Called once the model is published, with the context and the bound port (tests use it to
+  /// find the port and to start a drain without signals).
+  std::function<void(ServerContext&, uint16_t port)> on_serving;
+};
+
+/// Builds the engine for an opened model file. `tokenizer` is the one the server uses.
+using EngineFactory = std::function<Result<std::unique_ptr<EngineClient>>(
+    std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer)>;
+
+/// Runs the server until drained. Returns the process exit code: 0 after a drain (first
+/// SIGTERM/SIGINT), 2 after a one-line error on stderr for bad options, an unreadable or
+/// invalid model, an unparsable --chat-template, an engine that cannot be built, or a port that
+/// cannot be bound.
+int run_serve(const ServeOptions& options, const EngineFactory& make_engine);
+
+}  // namespace novaserve

@@ -1,0 +1,46 @@
+// The HTTP layer's flags of `novaserve serve` (CLI11), kept next to the server so that the
+// subcommand in src/cli/serve.cpp only adds the engine's flags and the engine factory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "server/serve_app.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace novaserve {
+
+/// Flag values as typed on the command line (times in seconds).
+struct ServeFlags {
+  std::string model;
+  std::string served_model_name;
+  std::string chat_template;
+  std::string host = "127.0.0.1";
+  int64_t port = 8080;
+  int64_t backlog = 2048;
+  int64_t threads_http = 2;
+  int64_t max_body_bytes = 2 * 1024 * 1024;
+  double header_timeout = 30;
+  double timeout = 600;
+  double shutdown_timeout = 30;
+  int64_t max_queued_requests = 1024;
+  std::vector<std::string> api_keys;
+  std::string api_key_file;
+};
+
+/// Adds --model, --served-model-name, --chat-template, --host, --port, --backlog,
+/// --threads-http, --max-body-bytes, --header-timeout, --timeout, --shutdown-timeout,
+/// --max-queued-requests, --api-key (repeatable) and --api-key-file to `cmd`, bound to `flags`
+/// (which must outlive parsing).
+void add_serve_flags(CLI::App& cmd, ServeFlags& flags);
+
+/// Checks ranges and converts. Errors: kInvalidInput naming the flag (port outside 0..65535,
+/// non-positive or non-finite timeouts, counts < 1, a missing --model).
+Result<ServeOptions> to_serve_options(const ServeFlags& flags);
+
+}  // namespace novaserve

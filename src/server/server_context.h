@@ -1,0 +1,54 @@
+// Everything the HTTP handlers share: configuration, lifecycle, metrics, auth, and the loaded
+// model's services (published once loading finishes).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "engine/request.h"
+#include "server/auth.h"
+#include "server/lifecycle.h"
+#include "server/metrics.h"
+
+namespace novaserve {
+
+class Tokenizer;
+
+struct ServerConfig {
+  std::string model_name;              ///< --served-model-name (default: the model file's stem)
+  int32_t max_queued_requests = 1024;  ///< --max-queued-requests: waiting sequences before 503
+};
+
+/// What requests need from the loaded model. Immutable once published.
+struct ModelServices {
+  EngineClient* engine = nullptr;
+  const Tokenizer* tokenizer = nullptr;
+  std::optional<ChatTemplate> chat_template;  ///< none: chat endpoints answer 400
+  std::string bos_token;                      ///< texts passed to chat templates
+  std::string eos_token;
+};
+
+class ServerContext {
+ public:
+  ServerConfig config;
+  Lifecycle lifecycle;
+  ServerMetrics metrics;
+  ApiKeyAuth auth;
+
+  /// Makes `m` (which must outlive the server's handlers) visible and switches to serving.
+  void publish(const ModelServices* m) {
+    model_ = m;
+    lifecycle.set_serving();  // release: handlers that see kServing see model_
+  }
+  /// The model services, or null while loading.
+  const ModelServices* model() const {
+    return lifecycle.state() == ServeState::kLoading ? nullptr : model_;
+  }
+
+ private:
+  const ModelServices* model_ = nullptr;
+};
+
+}  // namespace novaserve

@@ -1,0 +1,64 @@
+// ServerMetrics: vLLM names with the novaserve_ prefix, engine gauges and mirrored counters.
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace novaserve {
+namespace {
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST(ServerMetrics, GaugesFollowTheEngineAndCountersMirrorItsTotals) {
+  ServerMetrics m;
+  EngineStats s;
+  s.num_running = 3;
+  s.num_waiting = 5;
+  s.kv_cache_usage = 0.25;
+  s.num_preemptions = 2;
+  s.prefix_cache_queries = 100;
+  s.prefix_cache_hits = 40;
+  std::string text = m.scrape(&s);
+  EXPECT_TRUE(has_line(text, "novaserve_num_requests_running 3")) << text;
+  EXPECT_TRUE(has_line(text, "novaserve_num_requests_waiting 5"));
+  EXPECT_TRUE(has_line(text, "novaserve_kv_cache_usage_perc 0.25"));
+  EXPECT_TRUE(has_line(text, "novaserve_num_preemptions_total 2"));
+  s.num_preemptions = 7;
+  s.prefix_cache_hits = 90;
+  s.num_running = 0;
+  s.kv_cache_usage = 0;
+  text = m.scrape(&s);
+  EXPECT_TRUE(has_line(text, "novaserve_num_preemptions_total 7"));
+  EXPECT_TRUE(has_line(text, "novaserve_prefix_cache_hits_total 90"));
+  EXPECT_TRUE(has_line(text, "novaserve_prefix_cache_queries_total 100"));
+  EXPECT_TRUE(has_line(text, "novaserve_kv_cache_usage_perc 0"));
+  // Without an engine (loading) the values stay.
+  text = m.scrape(nullptr);
+  EXPECT_TRUE(has_line(text, "novaserve_num_preemptions_total 7"));
+}
+
+TEST(ServerMetrics, ObservationsLandInTheHistograms) {
+  ServerMetrics m;
+  m.observe_time_to_first_token(0.03);
+  m.observe_inter_token_latency(0.002);
+  m.observe_e2e_latency(1.2);
+  m.observe_queue_time(0.0);
+  m.add_prompt_tokens(12);
+  m.add_generation_tokens(30);
+  m.count_finished(FinishReason::kAbort);
+  const std::string text = m.scrape(nullptr);
+  EXPECT_TRUE(has_line(text, "novaserve_time_to_first_token_seconds_bucket{le=\"0.04\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "novaserve_time_to_first_token_seconds_bucket{le=\"0.02\"} 0"));
+  EXPECT_TRUE(has_line(text, "novaserve_inter_token_latency_seconds_count 1"));
+  EXPECT_TRUE(has_line(text, "novaserve_e2e_request_latency_seconds_sum 1.2"));
+  EXPECT_TRUE(has_line(text, "novaserve_request_queue_time_seconds_count 1"));
+  EXPECT_TRUE(has_line(text, "novaserve_prompt_tokens_total 12"));
+  EXPECT_TRUE(has_line(text, "novaserve_generation_tokens_total 30"));
+  EXPECT_TRUE(has_line(text, "novaserve_request_success_total{finished_reason=\"abort\"} 1"));
+  EXPECT_TRUE(has_line(text, "novaserve_request_success_total{finished_reason=\"stop\"} 0"));
+}
+
+}  // namespace
+}  // namespace novaserve
