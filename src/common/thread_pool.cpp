@@ -89,8 +89,7 @@ void ThreadPool::worker_loop(int thread) {
   }
 }
 
-void ThreadPool::parallel_for(int64_t n_tasks,
-                              const std::function<void(int64_t task, int thread)>& fn) {
+void ThreadPool::run(int64_t n_tasks, const TaskFn& fn) {
   if (n_tasks <= 0) return;
   if (n_tasks == 1 || n_threads_ == 1 || t_current_pool == this) {
     for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);

@@ -8,7 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
+#include <type_traits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -37,18 +37,33 @@ class ThreadPool {
   /// per-thread scratch indexed by `thread` is safe. Tasks are handed out dynamically (an atomic
   /// counter), so which thread runs which task varies between calls: fn's result must not depend
   /// on `thread`. fn must not throw.
-  void parallel_for(int64_t n_tasks, const std::function<void(int64_t task, int thread)>& fn);
+  /// Accepts any callable without copying or allocating (a std::function would heap-allocate
+  /// for captures over 16 bytes, and matmul calls this hundreds of times per decode step).
+  template <typename Fn>
+  void parallel_for(int64_t n_tasks, Fn&& fn) {
+    const TaskFn task{&fn, [](const void* obj, int64_t t, int thread) {
+                        (*static_cast<const std::remove_reference_t<Fn>*>(obj))(t, thread);
+                      }};
+    run(n_tasks, task);
+  }
 
  private:
   // A job is published by writing its slot (fn, n) and then the generation into counter_.
   // counter_ = (generation << 32) | next unclaimed task. A task is claimed by a CAS that checks
   // the generation, so a worker that wakes late can never take a task of a newer job, and the
   // caller only waits for the tasks of its own job (not for sleeping workers to check in).
+  // A non-owning reference to the caller's callable (lives on the caller's stack for the call).
+  struct TaskFn {
+    const void* obj;
+    void (*call)(const void* obj, int64_t task, int thread);
+    void operator()(int64_t task, int thread) const { call(obj, task, thread); }
+  };
   struct Job {
-    std::atomic<const std::function<void(int64_t, int)>*> fn{nullptr};
+    std::atomic<const TaskFn*> fn{nullptr};
     std::atomic<int64_t> n{0};
   };
 
+  void run(int64_t n_tasks, const TaskFn& fn);
   void worker_loop(int thread);
   void run_tasks(uint32_t generation, int thread);
 

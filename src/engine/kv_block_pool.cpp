@@ -31,7 +31,9 @@ uint64_t avalanche(uint64_t h) {
   return h;
 }
 
-Error internal(const std::string& what) { return Err(ErrorCode::kInternal, "KvBlockPool: " + what); }
+Error internal(const std::string& what) {
+  return Err(ErrorCode::kInternal, "KvBlockPool: " + what);
+}
 
 }  // namespace
 

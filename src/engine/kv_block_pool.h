@@ -96,7 +96,7 @@ class KvBlockPool {
     bool cached = false;
     uint32_t generation = 0;
     uint64_t hash = 0;
-    int32_t parent = kNoBlock;      // parent block id when cached
+    int32_t parent = kNoBlock;       // parent block id when cached
     uint32_t parent_generation = 0;  // the parent's generation when this block was cached
     int32_t lru_prev = kNoBlock;
     int32_t lru_next = kNoBlock;

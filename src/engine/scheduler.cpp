@@ -14,7 +14,9 @@ std::pair<int32_t, uint64_t> order_key(const Sequence& s) {
   return {s.priority(), s.arrival_index()};
 }
 
-Error internal(const std::string& what) { return Err(ErrorCode::kInternal, "Scheduler: " + what); }
+Error internal(const std::string& what) {
+  return Err(ErrorCode::kInternal, "Scheduler: " + what);
+}
 
 }  // namespace
 
@@ -57,11 +59,11 @@ Status Scheduler::add(std::unique_ptr<Sequence> seq) {
   }
   const int32_t blocks = BlockTable::blocks_for(seq->max_kv_tokens(), pool_.block_size());
   if (blocks > pool_.num_blocks()) {
-    return Err(ErrorCode::kInvalidInput,
-               "request needs " + std::to_string(seq->max_kv_tokens()) + " KV positions (" +
-                   std::to_string(blocks) + " blocks) but the KV cache holds only " +
-                   std::to_string(pool_.num_blocks()) + " blocks of " +
-                   std::to_string(pool_.block_size()) + " tokens");
+    return Err(ErrorCode::kInvalidInput, "request needs " + std::to_string(seq->max_kv_tokens()) +
+                                             " KV positions (" + std::to_string(blocks) +
+                                             " blocks) but the KV cache holds only " +
+                                             std::to_string(pool_.num_blocks()) + " blocks of " +
+                                             std::to_string(pool_.block_size()) + " tokens");
   }
   seq->arrival_index_ = next_arrival_++;
   insert_waiting(std::move(seq));
@@ -120,8 +122,8 @@ void Scheduler::schedule_running(bool decodes) {
   for (size_t i = 0; i < running_.size() && budget_ > 0; ++i) {
     Sequence& s = *running_[i];
     const int32_t remaining = s.num_tokens() - s.num_computed_;
-    NOVASERVE_CHECK(remaining >= 1)
-        << "sequence " << s.id() << " was sampled but neither extended nor finished";
+    NOVASERVE_CHECK(remaining >= 1 && s.num_generated_tokens() < s.request().max_tokens)
+        << "sequence " << s.id() << " was sampled, or reached max_tokens, but not finished";
     if ((remaining == 1) != decodes) continue;
     const int32_t n = std::min(remaining, budget_);
     if (!reserve_blocks(s, n)) break;  // s was last in running_, so nothing follows it
@@ -132,8 +134,8 @@ void Scheduler::schedule_running(bool decodes) {
 }
 
 bool Scheduler::reserve_blocks(Sequence& seq, int32_t n) {
-  const int32_t need = seq.block_table_.new_blocks_needed(seq.num_computed_ + n,
-                                                          pool_.block_size());
+  const int32_t need =
+      seq.block_table_.new_blocks_needed(seq.num_computed_ + n, pool_.block_size());
   while (need > pool_.num_free()) {
     // Terminates: each round removes one running sequence, and `seq` is one of them.
     const bool self = running_.back().get() == &seq;
@@ -243,8 +245,8 @@ void Scheduler::register_full_blocks(Sequence& seq) {
 std::unique_ptr<Sequence> Scheduler::finish(Sequence& seq, FinishReason reason) {
   std::unique_ptr<Sequence> owned;
   for (auto* queue : {&running_, &waiting_}) {
-    auto it = std::find_if(queue->begin(), queue->end(),
-                           [&](const auto& s) { return s.get() == &seq; });
+    auto it =
+        std::find_if(queue->begin(), queue->end(), [&](const auto& s) { return s.get() == &seq; });
     if (it == queue->end()) continue;
     owned = std::move(*it);
     queue->erase(it);

@@ -68,8 +68,7 @@ class Scheduler {
  public:
   /// Errors: kInvalidInput unless max_num_seqs >= 1, max_model_len >= 1 and
   /// max_num_batched_tokens >= max_num_seqs (so every running decode can get a token).
-  static Result<std::unique_ptr<Scheduler>> create(const SchedulerConfig& config,
-                                                   KvBlockPool pool);
+  static Result<std::unique_ptr<Scheduler>> create(const SchedulerConfig& config, KvBlockPool pool);
 
   /// Queues a new sequence (status waiting, nothing computed). Errors: kInvalidInput when
   /// prompt + max_tokens exceeds max_model_len, or its KV (prompt + max_tokens - 1 positions)
@@ -127,7 +126,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;  // ascending (priority, arrival_index)
   std::vector<std::unique_ptr<Sequence>> waiting_;  // descending: back() runs next
   SchedulerPlan plan_;
-  int32_t budget_ = 0;  // tokens left in the step being planned
+  int32_t budget_ = 0;      // tokens left in the step being planned
   bool plan_open_ = false;  // a plan was scheduled and not yet committed or invalidated
   uint64_t next_arrival_ = 0;
   SchedulerStats stats_;

@@ -35,9 +35,9 @@ uint64_t Sequence::block_hash(int32_t i) {
   while (static_cast<int32_t>(block_hashes_.size()) <= i) {
     const int32_t b = static_cast<int32_t>(block_hashes_.size());
     const uint64_t parent = b == 0 ? KvBlockPool::kRootHash : block_hashes_[b - 1];
-    block_hashes_.push_back(KvBlockPool::chain_hash(
-        parent, std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(b) * block_size_,
-                                                          block_size_)));
+    block_hashes_.push_back(
+        KvBlockPool::chain_hash(parent, std::span<const int32_t>(tokens_).subspan(
+                                            static_cast<size_t>(b) * block_size_, block_size_)));
   }
   return block_hashes_[i];
 }

@@ -39,7 +39,9 @@ class Sequence {
   const EngineRequest& request() const { return request_; }
 
   std::span<const int32_t> tokens() const { return tokens_; }
-  std::span<const int32_t> prompt() const { return {tokens_.data(), static_cast<size_t>(num_prompt_)}; }
+  std::span<const int32_t> prompt() const {
+    return {tokens_.data(), static_cast<size_t>(num_prompt_)};
+  }
   std::span<const int32_t> generated() const { return tokens().subspan(num_prompt_); }
   int32_t num_tokens() const { return static_cast<int32_t>(tokens_.size()); }
   int32_t num_prompt_tokens() const { return num_prompt_; }

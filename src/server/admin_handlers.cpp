@@ -12,12 +12,16 @@ void handle_health(ServerContext& ctx, HttpRequest&,
     return channel->send(HttpResponse::json(200, Json{{"status", "ok"}}));
   }
   const bool loading = s == ServeState::kLoading;
-  HttpResponse r =
-      unavailable(loading ? "the model is still loading" : "the server is shutting down",
-                  loading ? "model_loading" : "shutting_down");
-  Json body = Json::parse(r.body);
+  ApiError e;
+  e.status = 503;
+  e.type = "server_error";
+  e.message = loading ? "the model is still loading" : "the server is shutting down";
+  e.code = loading ? "model_loading" : "shutting_down";
+  nlohmann::json body = e.to_json();
   body["status"] = loading ? "loading" : "draining";
+  HttpResponse r = HttpResponse::error(e);
   r.body = dump_json(body);
+  r.headers.emplace_back("Retry-After", "1");
   channel->send(std::move(r));
 }
 

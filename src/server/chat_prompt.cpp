@@ -26,8 +26,10 @@ ApiResult<std::string> render_messages(const ModelServices& model, const Json& m
   }
   std::string text = std::move(prompt.value());
   if (continue_final_message) {
-    const Json& content = messages.back()["content"];
-    const std::string last = content.is_string() ? content.get<std::string>() : std::string();
+    const auto content = messages.back().find("content");
+    const std::string last = content != messages.back().end() && content->is_string()
+                                 ? content->get<std::string>()
+                                 : std::string();
     const size_t at = last.empty() ? std::string::npos : text.rfind(last);
     if (at == std::string::npos) {
       return invalid_request(

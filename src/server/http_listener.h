@@ -34,6 +34,9 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   /// Closes the acceptor (pending accept completes with an error; no new connections).
   void stop();
 
+  /// Requests whose response is not yet fully written, over all connections.
+  int64_t open_exchanges() const { return open_exchanges_.load(); }
+
  private:
   void accept();
 
@@ -43,6 +46,7 @@ class HttpListener : public std::enable_shared_from_this<HttpListener> {
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_timer_;
   uint16_t port_ = 0;
+  ExchangeCounter open_exchanges_{0};
 };
 
 }  // namespace novaserve

@@ -83,6 +83,12 @@ void HttpServer::run_until_drained() {
                    ctx_.lifecycle.in_flight());
     }
   }
+  // Responses are queued by now; let them reach the sockets before the I/O threads stop. This
+  // waits on socket writes, which have no completion signal to block on, hence the polling.
+  const auto flush_deadline = std::chrono::steady_clock::now() + kAbortGrace;
+  while (listener_->open_exchanges() > 0 && std::chrono::steady_clock::now() < flush_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   boost::asio::post(ioc_, [l = listener_] { l->stop(); });
   ioc_.stop();
   for (std::thread& t : threads_) t.join();

@@ -53,11 +53,12 @@ ApiError transport_error(int status, std::string message, const char* code) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket socket, const TransportLimits& limits,
-                         const Dispatch& dispatch)
+                         const Dispatch& dispatch, ExchangeCounter& open_exchanges)
     : socket_(std::move(socket)),
       executor_(socket_.get_executor()),
       limits_(limits),
       dispatch_(dispatch),
+      open_exchanges_(open_exchanges),
       read_timer_(socket_.get_executor()),
       request_timer_(socket_.get_executor()) {}
 
@@ -167,6 +168,7 @@ void HttpSession::on_request() {
 
   ++gen_;
   responding_ = true;
+  ++open_exchanges_;
   ended_ = false;
   head_sent_ = false;
   aborted_ = false;
@@ -319,8 +321,14 @@ void HttpSession::do_write() {
                     });
 }
 
-void HttpSession::finish_exchange() {
+void HttpSession::stop_responding() {
+  if (!responding_) return;
   responding_ = false;
+  --open_exchanges_;
+}
+
+void HttpSession::finish_exchange() {
+  stop_responding();
   abort_fn_ = nullptr;
   request_timer_.cancel();
   if (!keep_alive_ || peer_gone_ || close_after_write_) {
@@ -369,7 +377,7 @@ void HttpSession::close_now() {
   if (dead_) return;
   fire_abort();
   dead_ = true;
-  responding_ = false;
+  stop_responding();
   abort_fn_ = nullptr;
   read_timer_.cancel();
   request_timer_.cancel();

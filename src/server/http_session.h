@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -36,11 +37,16 @@ struct TransportLimits {
 /// Receives each complete, well-formed request with the channel to answer it on.
 using Dispatch = std::function<void(HttpRequest&&, std::shared_ptr<ResponseChannel>)>;
 
+/// Requests received whose response has not been fully written yet, over all connections (a
+/// drain waits for it to reach 0 before stopping the I/O threads).
+using ExchangeCounter = std::atomic<int64_t>;
+
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  /// `socket` must use a strand executor. `limits` and `dispatch` must outlive the session.
+  /// `socket` must use a strand executor. `limits`, `dispatch` and `open_exchanges` must
+  /// outlive the session.
   HttpSession(boost::asio::ip::tcp::socket socket, const TransportLimits& limits,
-              const Dispatch& dispatch);
+              const Dispatch& dispatch, ExchangeCounter& open_exchanges);
 
   /// Starts reading requests (posts to the strand).
   void start();
@@ -72,12 +78,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void graceful_close();
   void linger_read();
   void close_now();
+  void stop_responding();
   bool live(uint64_t gen) const { return gen == gen_ && responding_ && !ended_ && !dead_; }
 
   boost::asio::ip::tcp::socket socket_;
   boost::asio::any_io_executor executor_;  // socket_'s strand
   const TransportLimits& limits_;
   const Dispatch& dispatch_;
+  ExchangeCounter& open_exchanges_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   boost::asio::steady_timer read_timer_;     // header timeout, then linger limit

@@ -25,16 +25,11 @@ void CpuBackend::for_rows(int64_t n_rows, int64_t row_cost, const Fn& fn) {
     for (int64_t r = 0; r < n_rows; ++r) fn(r);
     return;
   }
-  // The task lambda captures one reference so that std::function keeps it in its small buffer
-  // instead of allocating on every call.
-  struct Ctx {
-    int64_t n_rows, n_chunks;
-    const Fn& fn;
-  } ctx{n_rows, std::min<int64_t>(n_rows, 4 * pool_.size()), fn};
-  pool_.parallel_for(ctx.n_chunks, [&ctx](int64_t chunk, int) {
-    const int64_t begin = ctx.n_rows * chunk / ctx.n_chunks;
-    const int64_t end = ctx.n_rows * (chunk + 1) / ctx.n_chunks;
-    for (int64_t r = begin; r < end; ++r) ctx.fn(r);
+  const int64_t n_chunks = std::min<int64_t>(n_rows, 4 * pool_.size());
+  pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
+    const int64_t begin = n_rows * chunk / n_chunks;
+    const int64_t end = n_rows * (chunk + 1) / n_chunks;
+    for (int64_t r = begin; r < end; ++r) fn(r);
   });
 }
 

@@ -13,7 +13,9 @@ KvBlockPool make_pool(int32_t n, int32_t bs) {
   return std::move(p).value();
 }
 
-std::vector<int32_t> as_vec(std::span<const int32_t> s) { return {s.begin(), s.end()}; }
+std::vector<int32_t> as_vec(std::span<const int32_t> s) {
+  return {s.begin(), s.end()};
+}
 
 TEST(BlockTableTest, BlocksForRoundsUp) {
   EXPECT_EQ(BlockTable::blocks_for(0, 16), 0);
@@ -45,7 +47,7 @@ TEST(BlockTableTest, AppendSlotsAllocatesOnlyAtBlockBoundaries) {
 TEST(BlockTableTest, AppendSlotsIsAllOrNothing) {
   KvBlockPool pool = make_pool(3, 4);
   BlockTable a(4), b(4);
-  ASSERT_TRUE(a.append_slots(pool, 8));  // 2 blocks
+  ASSERT_TRUE(a.append_slots(pool, 8));   // 2 blocks
   EXPECT_FALSE(b.append_slots(pool, 8));  // needs 2, 1 free
   EXPECT_EQ(b.size(), 0);
   EXPECT_EQ(pool.num_free(), 1);

@@ -106,6 +106,9 @@ struct Finished {
   FinishReason reason = FinishReason::kError;
   std::vector<int32_t> generated;
   int32_t num_cached_prompt_tokens = 0;
+  /// The finished sequence (null when aborted), kept alive so the step's plan entries stay
+  /// valid for the test, as an engine holds it until it has emitted the final output.
+  std::unique_ptr<Sequence> seq;
 };
 
 /// One engine step with the fake model: schedule, run, commit, then sample every `sample`
@@ -116,8 +119,11 @@ inline const SchedulerPlan& run_step(Scheduler& sched, FakeModel& model,
                                      const std::function<int32_t(uint64_t)>& stop_after = {}) {
   const SchedulerPlan& plan = sched.schedule(std::chrono::steady_clock::now());
   for (const auto& a : plan.aborted) {
-    done.push_back({a->id(), *a->finish_reason(), {a->generated().begin(), a->generated().end()},
-                    a->num_cached_prompt_tokens()});
+    done.push_back({a->id(),
+                    *a->finish_reason(),
+                    {a->generated().begin(), a->generated().end()},
+                    a->num_cached_prompt_tokens(),
+                    nullptr});
   }
   model.run(plan);
   sched.commit();
@@ -135,8 +141,11 @@ inline const SchedulerPlan& run_step(Scheduler& sched, FakeModel& model,
     }
     if (!reason) continue;
     auto owned = sched.finish(*s, *reason);
-    done.push_back({owned->id(), *reason, {owned->generated().begin(), owned->generated().end()},
-                    owned->num_cached_prompt_tokens()});
+    done.push_back({owned->id(),
+                    *reason,
+                    {owned->generated().begin(), owned->generated().end()},
+                    owned->num_cached_prompt_tokens(),
+                    std::move(owned)});
   }
   return plan;
 }

@@ -53,8 +53,7 @@ class Shadow {
   std::list<int32_t> lru;  // evictable, least recently released first
 };
 
-void run_stress(uint64_t seed, int32_t num_blocks, int32_t block_size, int32_t alphabet,
-                int ops) {
+void run_stress(uint64_t seed, int32_t num_blocks, int32_t block_size, int32_t alphabet, int ops) {
   auto created = KvBlockPool::create(num_blocks, block_size);
   ASSERT_TRUE(created.ok());
   KvBlockPool pool = std::move(created).value();

@@ -189,7 +189,8 @@ TEST(KvBlockPoolTest, ChainHashDependsOnParentOrderAndEveryToken) {
   const uint64_t h = KvBlockPool::chain_hash(KvBlockPool::kRootHash, t);
   EXPECT_EQ(h, KvBlockPool::chain_hash(KvBlockPool::kRootHash, t));
   EXPECT_NE(h, KvBlockPool::chain_hash(KvBlockPool::kRootHash + 1, t));
-  EXPECT_NE(h, KvBlockPool::chain_hash(KvBlockPool::kRootHash, std::vector<int32_t>{2, 1, 3, 4, 5}));
+  EXPECT_NE(h,
+            KvBlockPool::chain_hash(KvBlockPool::kRootHash, std::vector<int32_t>{2, 1, 3, 4, 5}));
   EXPECT_NE(h, KvBlockPool::chain_hash(KvBlockPool::kRootHash, std::vector<int32_t>{1, 2, 3, 4}));
   for (size_t i = 0; i < t.size(); ++i) {
     for (int bit = 0; bit < 31; ++bit) {

@@ -51,8 +51,7 @@ void simulate(const SimParams& p) {
   ASSERT_TRUE(created.ok());
   Scheduler& s = **created;
   const int32_t max_blocks_per_seq = (p.max_prompt + p.max_new) / p.block_size + 1;
-  FakeModel model(p.num_blocks, p.block_size, p.max_num_seqs,
-                  p.max_num_seqs * max_blocks_per_seq);
+  FakeModel model(p.num_blocks, p.block_size, p.max_num_seqs, p.max_num_seqs * max_blocks_per_seq);
   std::mt19937_64 rng(p.seed);
   auto uniform = [&](int32_t lo, int32_t hi) {  // inclusive
     return lo + static_cast<int32_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
@@ -145,15 +144,18 @@ void simulate(const SimParams& p) {
   if (p.prefix_caching) {
     EXPECT_GT(s.stats().prefix_cache_hits, 0);
   }
-  std::printf("sim seed %llu: %d steps, %zu requests, %d rejected, %lld preemptions, "
-              "prefix hits %lld / %lld tokens\n",
-              static_cast<unsigned long long>(p.seed), static_cast<int>(step), accepted.size(),
-              rejected, static_cast<long long>(s.stats().num_preemptions),
-              static_cast<long long>(s.stats().prefix_cache_hits),
-              static_cast<long long>(s.stats().prefix_cache_queries));
+  std::printf(
+      "sim seed %llu: %d steps, %zu requests, %d rejected, %lld preemptions, "
+      "prefix hits %lld / %lld tokens\n",
+      static_cast<unsigned long long>(p.seed), static_cast<int>(step), accepted.size(), rejected,
+      static_cast<long long>(s.stats().num_preemptions),
+      static_cast<long long>(s.stats().prefix_cache_hits),
+      static_cast<long long>(s.stats().prefix_cache_queries));
 }
 
-TEST(SchedulerSimTest, RandomWorkloadWithPrefixCaching) { simulate(SimParams{}); }
+TEST(SchedulerSimTest, RandomWorkloadWithPrefixCaching) {
+  simulate(SimParams{});
+}
 
 TEST(SchedulerSimTest, RandomWorkloadWithoutPrefixCaching) {
   SimParams p;
