@@ -30,7 +30,7 @@ bool is_unsupported_cased(std::uint32_t cp) {
 
 void check_case_supported(std::uint32_t cp) {
   if (is_unsupported_cased(cp)) {
-    char buf[64];
+    char buf[128];
     std::snprintf(buf, sizeof(buf),
                   "case mapping of U+%04X is not supported (only ASCII and "
                   "Latin-1 letters)",

@@ -7,7 +7,9 @@
 
 namespace novaserve::jinja {
 
-size_t Dict::size() const { return items_.size(); }
+size_t Dict::size() const {
+  return items_.size();
+}
 
 const Value* Dict::find(const Value& key) const {
   if (key.is_string()) return find(std::string_view(key.str()));

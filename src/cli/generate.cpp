@@ -9,6 +9,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "cli/commands.h"
+#include "common/utf8.h"
 #include "engine/sampler.h"
 #include "engine/sequence_kv_cache.h"
 #include "gguf/gguf_file.h"
@@ -90,7 +91,10 @@ int run_generate(const GenerateOptions& o) {
     return fail(st.error().message);
   }
 
-  const std::string text = o.chat ? chatml_user_prompt(o.prompt) : o.prompt;
+  // Invalid UTF-8 in the prompt becomes U+FFFD (as llama.cpp does), so no byte silently maps to
+  // the unknown token of a vocab that lacks byte tokens.
+  const std::string user = utf8::sanitize(o.prompt);
+  const std::string text = o.chat ? chatml_user_prompt(user) : user;
   const std::vector<int32_t> prompt =
       tok.encode(text, /*add_special=*/true, /*parse_special=*/o.chat);
   if (prompt.empty()) return fail("the prompt is empty");
@@ -142,6 +146,11 @@ int run_generate(const GenerateOptions& o) {
   std::fputc('\n', stdout);
   std::fflush(stdout);
 
+  if (n_generated == max_new && max_new < o.max_tokens) {
+    std::fprintf(stderr,
+                 "novaserve generate: stopped after %lld tokens: the context (%lld) is full\n",
+                 static_cast<long long>(n_generated), static_cast<long long>(cfg.n_ctx_train));
+  }
   std::fprintf(stderr,
                "novaserve generate: %s mode, %d threads\n"
                "  prompt:     %lld tokens in %.1f ms (%.1f tok/s)\n"

@@ -1,12 +1,11 @@
 // `novaserve tokenize`: token ids (and pieces) of a text or file with a GGUF model's tokenizer.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
+#include "common/mmap_file.h"
 #include "common/utf8.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
@@ -72,11 +71,11 @@ int run_tokenize(const TokenizeOptions& o) {
   if (has_text == has_file) return fail("give exactly one of --text or --file");
   std::string input = o.text;
   if (has_file) {
-    std::ifstream in(o.file, std::ios::binary);
-    if (!in) return fail("cannot read --file '" + o.file + "'");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    input = ss.str();
+    // MmapFile rejects directories and other non-regular files and names the OS error.
+    auto file = MmapFile::open(o.file);
+    if (!file.ok()) return fail("--file: " + file.error().message);
+    const auto& f = **file;
+    input.assign(reinterpret_cast<const char*>(f.data()), f.size());
   }
   auto gguf = GgufFile::open(o.model);
   if (!gguf.ok()) return fail(gguf.error().message);  // names the path already

@@ -8,9 +8,9 @@
 
 #include <atomic>
 #include <cstdint>
-#include <type_traits>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace novaserve {

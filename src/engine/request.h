@@ -68,8 +68,8 @@ struct EngineRequest {
   int32_t min_tokens = 0;       ///< EOG/stop ids are suppressed until this many tokens
   bool ignore_eos = false;      ///< do not stop at EOG tokens
   std::vector<int32_t> stop_token_ids;  ///< extra ids that end the request with kStop
-  int32_t top_logprobs = -1;    ///< -1: no logprobs; 0..20: logprob of the token plus N top ones
-  int32_t priority = 0;         ///< lower runs first (vLLM convention); FCFS within a priority
+  int32_t top_logprobs = -1;  ///< -1: no logprobs; 0..20: logprob of the token plus N top ones
+  int32_t priority = 0;       ///< lower runs first (vLLM convention); FCFS within a priority
   /// Set by anyone (client gone, stop string matched, timeout, shutdown); the engine checks it at
   /// every step and frees the sequence's KV blocks in that step, ending it with kAbort.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);

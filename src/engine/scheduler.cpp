@@ -46,25 +46,31 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvBlockPool pool)
   plan_.aborted.reserve(config.max_num_seqs);
 }
 
-Status Scheduler::add(std::unique_ptr<Sequence> seq) {
-  NOVASERVE_CHECK(seq && seq->status_ == SequenceStatus::kWaiting && seq->num_computed_ == 0 &&
-                  seq->num_generated_tokens() == 0)
-      << "add() takes a fresh sequence";
-  const int64_t total = int64_t{seq->num_prompt_tokens()} + seq->request().max_tokens;
+Status Scheduler::admissible(int32_t prompt_tokens, int32_t max_tokens) const {
+  const int64_t total = int64_t{prompt_tokens} + max_tokens;
   if (total > config_.max_model_len) {
     return Err(ErrorCode::kInvalidInput,
-               "prompt (" + std::to_string(seq->num_prompt_tokens()) + " tokens) + max_tokens (" +
-                   std::to_string(seq->request().max_tokens) + ") exceeds the context length " +
+               "prompt (" + std::to_string(prompt_tokens) + " tokens) + max_tokens (" +
+                   std::to_string(max_tokens) + ") exceeds the context length " +
                    std::to_string(config_.max_model_len));
   }
-  const int32_t blocks = BlockTable::blocks_for(seq->max_kv_tokens(), pool_.block_size());
+  const int32_t kv_tokens = prompt_tokens + max_tokens - 1;
+  const int32_t blocks = BlockTable::blocks_for(kv_tokens, pool_.block_size());
   if (blocks > pool_.num_blocks()) {
-    return Err(ErrorCode::kInvalidInput, "request needs " + std::to_string(seq->max_kv_tokens()) +
+    return Err(ErrorCode::kInvalidInput, "request needs " + std::to_string(kv_tokens) +
                                              " KV positions (" + std::to_string(blocks) +
                                              " blocks) but the KV cache holds only " +
                                              std::to_string(pool_.num_blocks()) + " blocks of " +
                                              std::to_string(pool_.block_size()) + " tokens");
   }
+  return {};
+}
+
+Status Scheduler::add(std::unique_ptr<Sequence> seq) {
+  NOVASERVE_CHECK(seq && seq->status_ == SequenceStatus::kWaiting && seq->num_computed_ == 0 &&
+                  seq->num_generated_tokens() == 0)
+      << "add() takes a fresh sequence";
+  NOVASERVE_RETURN_IF_ERROR(admissible(seq->num_prompt_tokens(), seq->request().max_tokens));
   seq->arrival_index_ = next_arrival_++;
   insert_waiting(std::move(seq));
   return {};

@@ -70,10 +70,15 @@ class Scheduler {
   /// max_num_batched_tokens >= max_num_seqs (so every running decode can get a token).
   static Result<std::unique_ptr<Scheduler>> create(const SchedulerConfig& config, KvBlockPool pool);
 
-  /// Queues a new sequence (status waiting, nothing computed). Errors: kInvalidInput when
-  /// prompt + max_tokens exceeds max_model_len, or its KV (prompt + max_tokens - 1 positions)
-  /// needs more blocks than the whole pool: it could never run, so it is refused now rather
-  /// than left to loop.
+  /// Whether a request of `prompt_tokens` (>= 1) and `max_tokens` (>= 1) could ever run.
+  /// Errors: kInvalidInput (naming the counts) when prompt + max_tokens exceeds max_model_len,
+  /// or its KV (prompt + max_tokens - 1 positions) needs more blocks than the whole pool.
+  /// Thread-safe (reads only what create() fixed), so a submit() on an I/O thread can answer
+  /// synchronously.
+  Status admissible(int32_t prompt_tokens, int32_t max_tokens) const;
+
+  /// Queues a new sequence (status waiting, nothing computed). Errors: those of admissible():
+  /// a request that could never run is refused now rather than left to loop.
   Status add(std::unique_ptr<Sequence> seq);
 
   /// Plans one step (see the class comment). `now` stamps first_scheduled(). An empty

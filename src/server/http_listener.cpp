@@ -57,8 +57,8 @@ void HttpListener::accept() {
         error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);  // SSE chunks go out as they are written
         std::make_shared<HttpSession>(std::move(socket), self->limits_, self->dispatch_,
-                                  self->open_exchanges_)
-        ->start();
+                                      self->open_exchanges_)
+            ->start();
         self->accept();
       });
 }

@@ -4,6 +4,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
+#include <cstdio>
 
 namespace novaserve {
 
@@ -95,10 +96,11 @@ bool HttpSession::handle_read_error(error_code ec) {
   read_timer_.cancel();
   if (read_timed_out_) {
     if (parser_ && parser_->got_some()) {
-      reject(transport_error(408,
-                             "request not received within --header-timeout (" +
-                                 std::to_string(limits_.header_timeout.count() / 1000) + " s)",
-                             "request_timeout"));
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%g", limits_.header_timeout.count() / 1000.0);
+      reject(transport_error(
+          408, std::string("request not received within --header-timeout (") + secs + " s)",
+          "request_timeout"));
     } else {
       close_now();  // an idle keep-alive connection
     }

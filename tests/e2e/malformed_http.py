@@ -256,6 +256,31 @@ def case_bad_chunked_body(server):
     check_error(server.send_raw(raw), 400)
 
 
+def case_chunked_with_content_length(server):
+    # Both framings at once is the request-smuggling shape (RFC 9112 section 6.3): refuse it.
+    raw = server.request_bytes("POST", COMPLETIONS)[:-2]
+    raw += b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"
+    check_error(server.send_raw(raw), 400)
+
+
+def case_conflicting_content_lengths(server):
+    raw = server.request_bytes("POST", COMPLETIONS)[:-2]
+    raw += b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}x"
+    check_error(server.send_raw(raw), 400)
+
+
+def case_http10_closes_after_answer(server):
+    s = server.connect(timeout=30)
+    try:
+        s.sendall(b"GET /health HTTP/1.0\r\n" + server.auth_header() + b"\r\n")
+        r = read_response(s, timeout=30)
+        check(r is not None and r.status == 200, "HTTP/1.0 request: %r" % r)
+        s.settimeout(10)
+        check(s.recv(1) == b"", "HTTP/1.0 connection left open")
+    finally:
+        s.close()
+
+
 def case_slowloris(server, header_timeout):
     s = server.connect(timeout=header_timeout + 30)
     try:
@@ -497,7 +522,9 @@ def build_cases(args, ctx):
                case_bad_header_line, case_bad_content_length, case_bad_chunked_body,
                case_user_null_content_assistant_ok, case_huge_top_k_is_clamped,
                case_prompt_longer_than_context, case_lone_surrogate_escape,
-               case_escaped_pair_is_fine, case_invalid_utf8_in_path, case_auth):
+               case_escaped_pair_is_fine, case_invalid_utf8_in_path, case_auth,
+               case_chunked_with_content_length, case_conflicting_content_lengths,
+               case_http10_closes_after_answer):
         cases.append((fn.__name__[len("case_"):], fn))
     cases.append(("slowloris", lambda s: case_slowloris(s, args.header_timeout)))
     for path in sorted(glob.glob(os.path.join(shared_dir(), "cases", "http-*.json"))):

@@ -29,8 +29,7 @@ bool detect_avxvnni() {
   // CPUID leaf 7 sub-leaf 1, EAX bit 4: AVX-VNNI (Intel SDM vol. 2A). Its instructions are
   // VEX-encoded, so the AVX2 check (which includes OS YMM-state support) must hold as well.
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return detect_avx2() && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) &&
-         (eax & (1u << 4)) != 0;
+  return detect_avx2() && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 #else
   return false;
 #endif

@@ -63,6 +63,11 @@ TEST(SchedulerTest, AddRejectsRequestsThatCouldNeverRun) {
   EXPECT_EQ(s2->add(make_seq(4, iota_tokens(10), 3, 4)).error().code, ErrorCode::kInvalidInput);
   EXPECT_EQ(s->num_waiting(), 1);
   EXPECT_EQ(s2->num_waiting(), 1);
+  // The same rule without a Sequence (what submit() on an I/O thread calls).
+  EXPECT_TRUE(s->admissible(10, 7).ok());
+  EXPECT_FALSE(s->admissible(10, 8).ok());
+  EXPECT_TRUE(s2->admissible(10, 2).ok());
+  EXPECT_NE(s2->admissible(10, 3).error().message.find("context length 12"), std::string::npos);
 }
 
 TEST(SchedulerTest, LongPromptIsChunkedThenDecodesAndFreesEverything) {
@@ -189,7 +194,7 @@ TEST_P(SchedulerPreemptionTest, NewestIsPreemptedWhenBlocksRunOutAndBothComplete
   EXPECT_EQ(s->pool().num_referenced(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(PrefixCaching, SchedulerPreemptionTest, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(SchedulerPrefixCaching, SchedulerPreemptionTest, ::testing::Bool());
 
 TEST(SchedulerTest, CancellationFreesBlocksInTheStepItIsSeen) {
   auto s = make_scheduler(16, 4, config(1, 64));  // max_num_seqs 1 keeps b waiting

@@ -107,6 +107,30 @@ TEST_F(HandlersTest, EchoPrependsThePrompt) {
   EXPECT_EQ(json_of(*ch)["choices"][0]["text"], "Say: Hello");
 }
 
+TEST_F(HandlersTest, StreamedEchoAndLogprobsFollowTheText) {
+  auto ch = call(handle_completions,
+                 R"({"prompt": "Q: ", "max_tokens": 4, "echo": true, "stream": true})");
+  const auto events = testing::sse_events(ch->body, nullptr);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front()["choices"][0]["text"], "Q: ");  // the prompt comes first
+  std::string text;
+  for (const Json& e : events) text += e["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(text, "Q: Hell");
+
+  ch = call(handle_completions,
+            R"({"prompt": "x", "max_tokens": 6, "logprobs": 1, "stream": true, "stop": "o,"})");
+  std::vector<std::string> tokens;
+  text.clear();
+  for (const Json& e : testing::sse_events(ch->body, nullptr)) {
+    const Json& c = e["choices"][0];
+    text += c["text"].get<std::string>();
+    for (const Json& t : c["logprobs"]["tokens"]) tokens.push_back(t);
+  }
+  EXPECT_EQ(text, "Hell");
+  // Every generated token up to the one completing the stop string is reported once.
+  EXPECT_EQ(tokens, (std::vector<std::string>{"H", "e", "l", "l", "o", ","}));
+}
+
 TEST_F(HandlersTest, NFansOutWithPerChoiceSeeds) {
   auto ch = call(handle_completions, R"({"prompt": "x", "n": 3, "seed": 10, "max_tokens": 2})");
   const Json j = json_of(*ch);

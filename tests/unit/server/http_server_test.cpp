@@ -330,6 +330,25 @@ TEST_F(HttpServerTest, DrainTimeoutAbortsWhatIsStillRunning) {
   server_.reset();
 }
 
+TEST_F(HttpServerTest, RequestTimeoutAbortsTheGeneration) {
+  HttpServerOptions o;
+  o.limits.request_timeout = 300ms;
+  start(o, 5000us);  // 3000 tokens would take 15 s
+  auto r = roundtrip(http_post("/v1/completions", R"({"prompt": "x", "max_tokens": 3000})"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Json::parse(r->body)["choices"][0]["finish_reason"], "abort");
+  r = roundtrip(
+      http_post("/v1/completions", R"({"prompt": "x", "max_tokens": 3000, "stream": true})"));
+  ASSERT_TRUE(r);
+  bool done = false;
+  const auto events = testing::sse_events(r->body, &done);
+  EXPECT_TRUE(done);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["choices"][0]["finish_reason"], "abort");
+  EXPECT_TRUE(model_->engine->wait_idle(5000ms));
+}
+
 TEST_F(HttpServerTest, MetricsEndpointServesPrometheusText) {
   start();
   ASSERT_EQ(roundtrip(http_post("/v1/completions", R"({"prompt": "x", "max_tokens": 2})"))->status,
