@@ -24,9 +24,6 @@ enum class FinishReason {
   kError,   ///< the engine failed this request (message in StepOutput::error)
 };
 
-/// "stop" | "length" | "abort" | "error" (OpenAI / vLLM finish_reason strings).
-const char* finish_reason_name(FinishReason r);
-
 /// One alternative token and its log-probability: natural-log softmax of the raw model logits
 /// (vLLM's default "raw_logprobs" mode), before temperature and penalties.
 struct TokenLogprob {

@@ -49,8 +49,7 @@ std::string make_response_id(const char* prefix);
 /// Unix time in seconds.
 int64_t unix_now();
 
-/// "stop" | "length" | "abort" | "error" (OpenAI / vLLM finish_reason strings). The server's own
-/// mapping: engine/request.h declares finish_reason_name but the engine does not define it.
+/// "stop" | "length" | "abort" | "error" (OpenAI / vLLM finish_reason strings).
 const char* finish_reason_string(FinishReason f);
 
 /// OpenAI's finish_reason string, or JSON null while running.
