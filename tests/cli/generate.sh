@@ -2,34 +2,13 @@
 # CLI test for `novaserve generate`. Usage: generate.sh NOVASERVE_BINARY
 # The acceptance command must answer "Paris" and print the same text when run twice; bad inputs
 # (missing/invalid/unsupported model files, bad flag values) must exit 2 with one line on stderr.
-set -u
-BIN=${1:?usage: generate.sh NOVASERVE_BINARY}
-SRC=${NOVASERVE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-SHARED=${NOVASERVE_SHARED_DIR:-$SRC/../shared}
-MODEL=$SRC/models/SmolLM2-135M-Instruct.Q4_1.gguf
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/lib/cli_test_lib.sh"
 
 # expect_error DESCRIPTION ARGS...: `generate ARGS` exits 2 with exactly one line on stderr.
 expect_error() {
   local what=$1
   shift
-  "$BIN" generate "$@" >"$TMP/out" 2>"$TMP/err"
-  local rc=$?
-  if [ $rc -ne 2 ]; then
-    fail "$what: exit $rc, expected 2: $(head -c 300 "$TMP/err")"
-    return
-  fi
-  local lines
-  lines=$(wc -l <"$TMP/err")
-  [ "$lines" -eq 1 ] || fail "$what: stderr has $lines lines, expected 1: $(head -c 300 "$TMP/err")"
-  echo "ok (exit 2): $what: $(cat "$TMP/err")"
+  expect_exit2 "$what" "$BIN" generate "$@"
 }
 
 # Errors that need no model file.
@@ -89,8 +68,4 @@ seeded() {
 }
 [ "$(seeded)" = "$(seeded)" ] || fail "same seed gave different text"
 
-[ $failures -eq 0 ] || {
-  echo "$failures failure(s)"
-  exit 1
-}
-echo "all generate checks passed"
+finish

@@ -2,19 +2,7 @@
 # CLI test for `novaserve inspect`. Usage: inspect.sh NOVASERVE_BINARY
 # Valid files must print the tensor table and exit 0; missing, unreadable and malformed files must
 # exit 2 with exactly one line on stderr (never crash: a signal shows up as an exit code >= 128).
-set -u
-BIN=${1:?usage: inspect.sh NOVASERVE_BINARY}
-SRC=${NOVASERVE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-SHARED=${NOVASERVE_SHARED_DIR:-$SRC/../shared}
-MODEL=$SRC/models/SmolLM2-135M-Instruct.Q4_1.gguf
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/lib/cli_test_lib.sh"
 
 # expect_ok FILE: exit 0 and a tensor table on stdout.
 expect_ok() {
@@ -26,21 +14,12 @@ expect_ok() {
   echo "ok: $1"
 }
 
-# expect_error FILE [REQUIRED_SUBSTRING]: exit 2, exactly one line on stderr.
+# expect_error FILE [REQUIRED_SUBSTRING]: exit 2, exactly one line on stderr (naming the substring).
 expect_error() {
-  "$BIN" inspect "$1" >"$TMP/out" 2>"$TMP/err"
-  local rc=$?
-  if [ $rc -ne 2 ]; then
-    fail "$1: exit $rc, expected 2: $(head -c 300 "$TMP/err")"
-    return
-  fi
-  local lines
-  lines=$(wc -l <"$TMP/err")
-  [ "$lines" -eq 1 ] || fail "$1: stderr has $lines lines, expected 1: $(head -c 300 "$TMP/err")"
+  expect_exit2 "$1" "$BIN" inspect "$1" || return
   if [ -n "${2:-}" ] && ! grep -qi -- "$2" "$TMP/err"; then
     fail "$1: stderr lacks '$2': $(cat "$TMP/err")"
   fi
-  echo "ok (exit 2): $1: $(cat "$TMP/err")"
 }
 
 # The default model and its malformed variants.
@@ -104,8 +83,4 @@ rc=$?
 [ $rc -eq 2 ] || fail "inspect without FILE: exit $rc, expected 2"
 "$BIN" --version >/dev/null 2>&1 || fail "--version should exit 0"
 
-if [ $failures -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all inspect checks passed"
+finish

@@ -2,34 +2,14 @@
 # CLI test for `novaserve tokenize`. Usage: tokenize.sh NOVASERVE_BINARY
 # --ids-only output must equal a reference vector from the vocab test data; bad arguments and
 # bad files must exit 2 with exactly one line on stderr.
-set -u
-BIN=${1:?usage: tokenize.sh NOVASERVE_BINARY}
-SRC=${NOVASERVE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-SHARED=${NOVASERVE_SHARED_DIR:-$SRC/../shared}
+source "$(dirname "$0")/lib/cli_test_lib.sh"
 VOCABS=$SHARED/testdata/tokenizers
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-failures=0
 
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-
-# expect_error DESCRIPTION ARGS...: exit 2 and exactly one line on stderr.
+# expect_error DESCRIPTION ARGS...: `tokenize ARGS` exits 2 with exactly one line on stderr.
 expect_error() {
   local what=$1
   shift
-  "$BIN" tokenize "$@" >"$TMP/out" 2>"$TMP/err"
-  local rc=$?
-  if [ $rc -ne 2 ]; then
-    fail "$what: exit $rc, expected 2: $(head -c 300 "$TMP/err")"
-    return
-  fi
-  local lines
-  lines=$(wc -l <"$TMP/err")
-  [ "$lines" -eq 1 ] || fail "$what: stderr has $lines lines, expected 1: $(head -c 300 "$TMP/err")"
-  echo "ok (exit 2): $what: $(cat "$TMP/err")"
+  expect_exit2 "$what" "$BIN" tokenize "$@"
 }
 
 # reference_ids VOCAB TEXT: the expected ids of TEXT from VOCAB's .inp/.out pair ("" if absent).
@@ -88,8 +68,4 @@ expect_error "missing --file" -m "$SPM" -f "$TMP/nope.txt"
 rc=$?
 [ $rc -eq 2 ] || fail "no --model: exit $rc, expected 2"
 
-if [ $failures -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all tokenize checks passed"
+finish

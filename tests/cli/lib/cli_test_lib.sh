@@ -1,0 +1,46 @@
+# Shared set-up for the CLI test scripts in tests/cli (sourced, not run).
+# Defines BIN (from $1), SRC, SHARED, MODEL, a TMP dir removed on exit, a failure counter with
+# fail(), expect_exit2() and finish().
+set -u
+BIN=${1:?usage: $(basename "$0") NOVASERVE_BINARY}
+SRC=${NOVASERVE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+SHARED=${NOVASERVE_SHARED_DIR:-$SRC/../shared}
+MODEL=$SRC/models/SmolLM2-135M-Instruct.Q4_1.gguf
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# expect_exit2 DESCRIPTION COMMAND...: COMMAND exits 2 with exactly one line on stderr (kept in
+# $TMP/err for further checks). Returns 1 when it did not.
+expect_exit2() {
+  local what=$1
+  shift
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local rc=$?
+  if [ $rc -ne 2 ]; then
+    fail "$what: exit $rc, expected 2: $(head -c 300 "$TMP/err")"
+    return 1
+  fi
+  local lines
+  lines=$(wc -l <"$TMP/err")
+  if [ "$lines" -ne 1 ]; then
+    fail "$what: stderr has $lines lines, expected 1: $(head -c 300 "$TMP/err")"
+    return 1
+  fi
+  echo "ok (exit 2): $what: $(cat "$TMP/err")"
+}
+
+# finish: exit status of the script from the failure counter.
+finish() {
+  if [ $failures -ne 0 ]; then
+    echo "$failures failure(s)"
+    exit 1
+  fi
+  echo "all checks passed"
+  exit 0
+}
