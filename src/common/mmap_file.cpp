@@ -14,10 +14,9 @@ Result<std::unique_ptr<MmapFile>> MmapFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
-    return Err(e == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
-               path + ": " + std::strerror(e));
+    return Err(e == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, path + ": " + std::strerror(e));
   }
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);

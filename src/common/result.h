@@ -26,13 +26,15 @@ struct Error {
 };
 
 /// Shorthand constructor: `return Err(ErrorCode::kInvalidInput, "bad magic at offset 0");`
-inline Error Err(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
+inline Error Err(ErrorCode code, std::string message) {
+  return Error{code, std::move(message)};
+}
 
 /// A value of type T or an Error. Access the value only after checking ok().
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -68,8 +70,8 @@ using Status = Result<void>;
 }  // namespace novaserve
 
 /// Propagates an error from an expression returning Result<...>/Status.
-#define NOVASERVE_RETURN_IF_ERROR(expr)         \
-  do {                                          \
-    auto novaserve_status_ = (expr);            \
+#define NOVASERVE_RETURN_IF_ERROR(expr)                            \
+  do {                                                             \
+    auto novaserve_status_ = (expr);                               \
     if (!novaserve_status_.ok()) return novaserve_status_.error(); \
   } while (0)
