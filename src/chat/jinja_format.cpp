@@ -7,6 +7,7 @@
 #include "chat/jinja_error.h"
 #include "chat/jinja_ops.h"
 #include "chat/jinja_text.h"
+#include "common/utf8.h"
 
 namespace novaserve::jinja {
 namespace {
@@ -140,7 +141,7 @@ std::string format_int(std::int64_t v, const Spec& spec) {
       break;
     case 'c': {
       std::string ch;
-      append_utf8(ch, static_cast<std::uint32_t>(v));
+      utf8::append_codepoint(ch, static_cast<std::uint32_t>(v));
       return pad("", ch, spec, '<');
     }
     default:

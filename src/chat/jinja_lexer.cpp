@@ -6,6 +6,7 @@
 
 #include "chat/jinja_error.h"
 #include "chat/jinja_text.h"
+#include "common/utf8.h"
 
 namespace novaserve::jinja {
 namespace {
@@ -102,7 +103,7 @@ std::string decode_string_literal(std::string_view body) {
           fail("string literal escape \\" + std::string(1, e) + hex +
                " is not a valid Unicode scalar value");
         }
-        append_utf8(out, cp);
+        utf8::append_codepoint(out, cp);
         i += n;
         break;
       }
@@ -115,7 +116,7 @@ std::string decode_string_literal(std::string_view body) {
                ++k) {
             cp = cp * 8 + static_cast<std::uint32_t>(body[++i] - '0');
           }
-          append_utf8(out, cp);
+          utf8::append_codepoint(out, cp);
         } else {
           out.push_back('\\');
           out.push_back(e);

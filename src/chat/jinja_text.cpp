@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "chat/jinja_error.h"
+#include "common/utf8.h"
 
 namespace novaserve::jinja {
 namespace {
@@ -74,24 +75,6 @@ std::uint32_t decode_code_point(std::string_view s, size_t pos, size_t* len) {
   }
   *len = static_cast<size_t>(n);
   return cp;
-}
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 std::vector<size_t> code_point_offsets(std::string_view s) {
@@ -301,7 +284,7 @@ std::string py_str_repr(std::string_view s) {
     } else if (cp == '\t') {
       out += "\\t";
     } else if (is_printable_cp(cp)) {
-      append_utf8(out, cp);
+      utf8::append_codepoint(out, cp);
     } else {
       const char* fmt = cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x" : "\\U%08x";
       std::snprintf(buf, sizeof(buf), fmt, static_cast<unsigned>(cp));

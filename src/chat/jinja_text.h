@@ -19,7 +19,6 @@ std::vector<size_t> code_point_offsets(std::string_view s);
 size_t code_point_count(std::string_view s);
 /// Decodes the code point at byte `pos`; sets `len` to its byte length (1 for invalid bytes).
 std::uint32_t decode_code_point(std::string_view s, size_t pos, size_t* len);
-void append_utf8(std::string& out, std::uint32_t cp);
 
 /// Calls f(code_point) for each code point of s (invalid bytes count as one code point each).
 template <typename F>

@@ -4,6 +4,7 @@
 
 #include "chat/jinja_error.h"
 #include "chat/jinja_text.h"
+#include "common/utf8.h"
 
 namespace novaserve::jinja {
 namespace {
@@ -62,13 +63,13 @@ void append_upper(std::string& out, std::uint32_t cp, bool title) {
   } else if (cp == 0xDF) {
     out += title ? "Ss" : "SS";
   } else if (cp == 0xFF) {
-    append_utf8(out, 0x178);
+    utf8::append_codepoint(out, 0x178);
   } else if (cp == 0xB5) {
-    append_utf8(out, 0x39C);
+    utf8::append_codepoint(out, 0x39C);
   } else if (cp >= 0xE0 && cp <= 0xFE && cp != 0xF7) {
-    append_utf8(out, cp - 32);
+    utf8::append_codepoint(out, cp - 32);
   } else {
-    append_utf8(out, cp);
+    utf8::append_codepoint(out, cp);
   }
 }
 
@@ -77,9 +78,9 @@ void append_lower(std::string& out, std::uint32_t cp) {
   if (cp >= 'A' && cp <= 'Z') {
     out.push_back(static_cast<char>(cp + 32));
   } else if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) {
-    append_utf8(out, cp + 32);
+    utf8::append_codepoint(out, cp + 32);
   } else {
-    append_utf8(out, cp);
+    utf8::append_codepoint(out, cp);
   }
 }
 
@@ -131,7 +132,7 @@ std::string jinja_title(std::string_view s) {
   for_each_code_point(s, [&](std::uint32_t cp) {
     bool sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || is_py_space(cp);
     if (sep) {
-      append_utf8(out, cp);
+      utf8::append_codepoint(out, cp);
       word_start = true;
     } else if (word_start) {
       append_upper(out, cp, false);
