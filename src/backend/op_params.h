@@ -34,13 +34,22 @@ struct RopeParams {
   RopeOrdering ordering = RopeOrdering::kNormal;
 };
 
-/// The K and V storage of one sequence for one layer, f32, head-major:
-/// k[(h * capacity + t) * head_dim + d] is key dim d of KV head h at position t (same for v).
-/// Head-major keeps each head's keys contiguous for the attention loop over positions.
+/// One sequence's K and V for one layer, in a paged f32 cache (the PagedAttention layout, Kwon et
+/// al. 2023, "Efficient Memory Management for LLM Serving with PagedAttention"). The layer's
+/// storage is a pool of blocks; block b holds `block_size` consecutive positions of every KV head:
+///   k[((b * n_head_kv + h) * block_size + t) * head_dim + d]
+/// is key dim d of KV head h at offset t of block b (same for v). The sequence's position p lives
+/// in block block_table[p / block_size] at offset p % block_size. Within a block each head's keys
+/// are contiguous, so the attention loop streams block_size keys at a time.
 struct KvLayerView {
-  float* k = nullptr;
-  float* v = nullptr;
-  int64_t capacity = 0;  ///< positions the view can hold
+  float* k = nullptr;                    ///< the layer's K pool (block 0)
+  float* v = nullptr;                    ///< the layer's V pool (block 0)
+  const int32_t* block_table = nullptr;  ///< n_blocks physical block ids, in logical order
+  int32_t n_blocks = 0;
+  int32_t block_size = 0;  ///< positions per block, >= 1
+
+  /// Positions the view can hold.
+  int64_t capacity() const { return static_cast<int64_t>(n_blocks) * block_size; }
 };
 
 /// One sequence's part of a batched attention call. Its new tokens are rows

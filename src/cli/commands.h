@@ -26,4 +26,10 @@ void register_generate(CLI::App& app, int& exit_code);
 /// neither of --text/--file).
 void register_tokenize(CLI::App& app, int& exit_code);
 
+/// Adds `serve --model M [...]`: the OpenAI-compatible HTTP server with continuous batching on
+/// the CPU (flags: docs/api.md and `novaserve serve --help`). Sets `exit_code` to 0 after a
+/// drain (first SIGTERM/SIGINT), or to 2 after a one-line error on stderr (bad flag values, an
+/// unreadable or invalid model, a port that cannot be bound).
+void register_serve(CLI::App& app, int& exit_code);
+
 }  // namespace novaserve

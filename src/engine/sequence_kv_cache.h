@@ -1,5 +1,6 @@
-// SequenceKvCache: a contiguous f32 KV cache for one sequence (the `generate` path; the server's
-// paged block pool replaces it later behind the same KvSequenceView).
+// SequenceKvCache: a private KV cache for one sequence (the `generate` and `perplexity` paths).
+// It uses the paged layout of the server's pool with an identity block table, so the forward pass
+// has one KV layout.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +12,14 @@
 
 namespace novaserve {
 
-/// K and V of every layer for up to `capacity` positions of one sequence. Layout per layer is
-/// KvLayerView's head-major [n_head_kv][capacity][head_dim] f32, layers back to back, so one
-/// layer's cache is contiguous. Memory: 2 * n_layer * kv_dim * capacity * 4 bytes, allocated once.
+/// K and V of every layer for up to `capacity` positions of one sequence, f32, in
+/// ceil(capacity / kBlockSize) blocks laid out as KvLayerView describes (block i holds positions
+/// i * kBlockSize ..), layers back to back. Memory: 2 * n_layer * kv_dim * (capacity rounded up
+/// to a block) * 4 bytes, allocated once.
 class SequenceKvCache {
  public:
+  static constexpr int32_t kBlockSize = 16;
+
   /// Errors: kInvalidInput when capacity < 1 or the cache would exceed `max_bytes`.
   static Result<SequenceKvCache> create(const ModelConfig& config, int64_t capacity,
                                         uint64_t max_bytes = uint64_t{1} << 36);
@@ -28,14 +32,17 @@ class SequenceKvCache {
   Status advance(int64_t n);
   /// Forgets every position (the storage is kept).
   void clear() { size_ = 0; }
-  /// The view the model's forward pass writes to and reads from.
+  /// The view the model's forward pass writes to and reads from (valid while this object lives
+  /// and is not moved).
   KvSequenceView view();
 
  private:
   SequenceKvCache() = default;
+
   int64_t capacity_ = 0;
   int64_t size_ = 0;
-  int64_t layer_stride_ = 0;  // floats per layer in k_ / v_
+  int64_t layer_stride_ = 0;          // floats per layer in k_ / v_
+  std::vector<int32_t> block_table_;  // identity: 0, 1, 2, ...
   std::vector<float> k_;
   std::vector<float> v_;
 };

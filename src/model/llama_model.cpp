@@ -82,10 +82,10 @@ Status LlamaModel::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
     auto where = [s] { return "sequence " + std::to_string(s) + ": "; };
     if (n == 0) return Err(ErrorCode::kInvalidInput, where() + "no tokens");
     if (seq.pos0 < 0) return Err(ErrorCode::kInvalidInput, where() + "negative position");
-    if (seq.kv.k == nullptr || seq.kv.v == nullptr ||
-        static_cast<int64_t>(seq.pos0) + n > seq.kv.capacity) {
+    if (seq.kv.k == nullptr || seq.kv.v == nullptr || seq.kv.block_table == nullptr ||
+        seq.kv.block_size < 1 || static_cast<int64_t>(seq.pos0) + n > seq.kv.capacity()) {
       return Err(ErrorCode::kInvalidInput,
-                 where() + "KV cache of " + std::to_string(seq.kv.capacity) +
+                 where() + "KV cache of " + std::to_string(seq.kv.capacity()) +
                      " positions cannot hold positions up to " + std::to_string(seq.pos0 + n));
     }
     for (int32_t t : seq.tokens) {

@@ -21,7 +21,7 @@ struct ForwardSeq {
   /// Position of tokens[0]; the cache must already hold positions 0 .. pos0 - 1 of this
   /// sequence (the caller tracks it, e.g. SequenceKvCache::size()).
   int32_t pos0 = 0;
-  KvSequenceView kv;        ///< where this sequence's K/V live; needs pos0 + n <= capacity
+  KvSequenceView kv;        ///< where this sequence's K/V live; needs pos0 + n <= capacity()
   bool all_logits = false;  ///< logits for every new token, else only for the last one
 };
 

@@ -95,7 +95,7 @@ void CpuBackend::attention(const float* q, const AttentionSeq* seqs, int32_t n_s
   for (auto& buf : scratch_) {
     if (static_cast<int64_t>(buf.size()) < max_keys) {
       int64_t cap = max_keys;
-      for (int32_t s = 0; s < n_seqs; ++s) cap = std::max(cap, seqs[s].kv.capacity);
+      for (int32_t s = 0; s < n_seqs; ++s) cap = std::max(cap, seqs[s].kv.capacity());
       buf.resize(cap);
     }
   }

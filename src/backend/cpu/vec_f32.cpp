@@ -31,7 +31,6 @@ void dot_rows_scalar(const float* q, const float* k, int64_t n_keys, int64_t n, 
 }
 
 void mix_rows_scalar(const float* w, const float* v, int64_t n_keys, int64_t n, float* out) {
-  std::fill(out, out + n, 0.0f);
   for (int64_t j = 0; j < n_keys; ++j) {
     const float* vj = v + j * n;
     for (int64_t i = 0; i < n; ++i) out[i] += w[j] * vj[i];
@@ -63,7 +62,6 @@ __attribute__((target("avx2,fma"))) void dot_rows_avx2(const float* q, const flo
 
 __attribute__((target("avx2,fma"))) void mix_rows_avx2(const float* w, const float* v,
                                                        int64_t n_keys, int64_t n, float* out) {
-  std::fill(out, out + n, 0.0f);
   for (int64_t j = 0; j < n_keys; ++j) {
     const float* vj = v + j * n;
     const __m256 wj = _mm256_set1_ps(w[j]);

@@ -17,8 +17,9 @@ namespace novaserve::vec {
 void dot_rows(const float* q, const float* k, int64_t n_keys, int64_t n, float scale,
               float* scores);
 
-/// out[i] = sum_j w[j] * v[j * n + i] for i < n (v: n_keys rows of n floats), accumulated over j
-/// in order. `out` is overwritten.
+/// out[i] += sum_j w[j] * v[j * n + i] for i < n (v: n_keys rows of n floats), added to out one
+/// j at a time in order. Accumulating (rather than overwriting) lets paged attention mix one KV
+/// block after another with the same rounding as one contiguous call.
 void mix_rows(const float* w, const float* v, int64_t n_keys, int64_t n, float* out);
 
 /// Name of the selected implementation ("avx2" or "scalar"), for logs and benchmarks.

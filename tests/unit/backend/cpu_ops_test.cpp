@@ -108,12 +108,13 @@ TEST(CpuOpsTest, RopeLinearScalingAndFrequencyFactors) {
 TEST(CpuOpsTest, AttentionIsCausalSoftmaxOverCache) {
   CpuBackend b(2);
   AttentionShape shape{1, 1, 2, 1.0f};
-  std::vector<float> kcache(2 * 4, 0.0f), vcache(2 * 4, 0.0f);  // capacity 4
+  std::vector<float> kcache(2 * 4, 0.0f), vcache(2 * 4, 0.0f);  // one block of 4 positions
+  const int32_t table[] = {0};
   AttentionSeq seq;
   seq.row_begin = 0;
   seq.n_new = 2;
   seq.pos0 = 0;
-  seq.kv = KvLayerView{kcache.data(), vcache.data(), 4};
+  seq.kv = KvLayerView{kcache.data(), vcache.data(), table, 1, 4};
   const std::vector<float> k = {1, 0, 0, 1};  // k0 = (1, 0), k1 = (0, 1)
   const std::vector<float> v = {1, 2, 3, 4};  // v0 = (1, 2), v1 = (3, 4)
   b.store_kv(k.data(), v.data(), &seq, 1, shape);
@@ -135,12 +136,13 @@ TEST(CpuOpsTest, AttentionGroupsQueryHeadsOntoKvHeads) {
   CpuBackend b(2);
   // 4 query heads, 2 KV heads, head_dim 1, one cached position plus the new one.
   AttentionShape shape{4, 2, 1, 1.0f};
-  const int64_t cap = 2;
+  const int32_t cap = 2;
+  const int32_t table[] = {0};
   std::vector<float> kc(2 * cap, 0.0f), vc(2 * cap, 0.0f);
-  AttentionSeq first{0, 1, 0, KvLayerView{kc.data(), vc.data(), cap}};
+  AttentionSeq first{0, 1, 0, KvLayerView{kc.data(), vc.data(), table, 1, cap}};
   const std::vector<float> k0 = {0, 0}, v0 = {10, 20};  // position 0: KV head 0 -> 10, head 1 -> 20
   b.store_kv(k0.data(), v0.data(), &first, 1, shape);
-  AttentionSeq second{0, 1, 1, KvLayerView{kc.data(), vc.data(), cap}};
+  AttentionSeq second{0, 1, 1, KvLayerView{kc.data(), vc.data(), table, 1, cap}};
   const std::vector<float> k1 = {0, 0}, v1 = {30, 40};  // position 1
   b.store_kv(k1.data(), v1.data(), &second, 1, shape);
   // All scores 0: each head averages its KV head's two values.
@@ -167,11 +169,46 @@ TEST(CpuOpsTest, LongPrefillAttentionIndependentOfThreadCount) {
   for (int threads : {1, 2}) {
     CpuBackend b(threads);
     std::vector<float> kc(16 * cap), vc(16 * cap);
-    AttentionSeq seq{0, static_cast<int32_t>(n), 0, KvLayerView{kc.data(), vc.data(), cap}};
+    const int32_t table[] = {0};
+    AttentionSeq seq{0, static_cast<int32_t>(n), 0,
+                     KvLayerView{kc.data(), vc.data(), table, 1, static_cast<int32_t>(cap)}};
     b.store_kv(k.data(), v.data(), &seq, 1, shape);
     b.attention(q.data(), &seq, 1, shape, threads == 1 ? out1.data() : out2.data());
   }
   EXPECT_EQ(out1, out2);
+}
+
+TEST(CpuOpsTest, PagedAttentionWithScatteredBlocksMatchesOneBlockBitForBit) {
+  // GQA (4 query heads on 2 KV heads), 37 positions: a prefill of 30 rows, then 7 decode rows.
+  // Layout A: one block of 40 positions. Layout B: blocks of 8 placed out of order in a pool
+  // of 6. Attention must give the same bits: paging changes addresses, not arithmetic.
+  AttentionShape shape{4, 2, 16, 0.25f};
+  const int64_t q_dim = 64, kv_dim = 32;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> q(37 * q_dim), k(37 * kv_dim), v(37 * kv_dim);
+  for (auto* vec : {&q, &k, &v}) {
+    for (auto& x : *vec) x = dist(rng);
+  }
+  const int32_t one_block[] = {0};
+  const int32_t scattered[] = {4, 0, 5, 2, 1};  // logical block i -> physical block
+  std::vector<float> ka(40 * kv_dim), va(40 * kv_dim), kb(6 * 8 * kv_dim), vb(6 * 8 * kv_dim);
+  const KvLayerView view_a{ka.data(), va.data(), one_block, 1, 40};
+  const KvLayerView view_b{kb.data(), vb.data(), scattered, 5, 8};
+  CpuBackend b(2);
+  std::vector<float> out_a(37 * q_dim), out_b(37 * q_dim);
+  for (const auto& [pos0, n] : {std::pair<int32_t, int32_t>{0, 30}, {30, 7}}) {
+    for (const auto& [view, out] : {std::pair{view_a, &out_a}, std::pair{view_b, &out_b}}) {
+      AttentionSeq seq{0, n, pos0, view};
+      b.store_kv(k.data() + pos0 * kv_dim, v.data() + pos0 * kv_dim, &seq, 1, shape);
+      b.attention(q.data() + pos0 * q_dim, &seq, 1, shape, out->data() + pos0 * q_dim);
+    }
+  }
+  EXPECT_EQ(out_a, out_b);
+  // Position 9 of KV head 1 lives in logical block 1 = physical block 0, offset 1.
+  for (int d = 0; d < 16; ++d) {
+    EXPECT_EQ(kb[((0 * 2 + 1) * 8 + 1) * 16 + d], k[9 * kv_dim + 16 + d]) << d;
+  }
 }
 
 TEST(CpuOpsTest, SwigluAndSoftmax) {
@@ -229,10 +266,10 @@ TEST(CpuOpsTest, VecRowKernelsMatchPlainArithmetic) {
     EXPECT_NEAR(scores[j], 0.5 * want, 1e-3) << j;
   }
   const std::vector<float> w = {0.5f, 0.25f, 2.0f};
-  std::vector<float> out(n, 123.0f);  // overwritten, not accumulated into
+  std::vector<float> out(n, 123.0f);  // accumulated into, one key at a time
   vec::mix_rows(w.data(), k.data(), n_keys, n, out.data());
   for (int64_t i = 0; i < n; ++i) {
-    EXPECT_FLOAT_EQ(out[i], 0.5f * k[i] + 0.25f * k[n + i] + 2.0f * k[2 * n + i]) << i;
+    EXPECT_FLOAT_EQ(out[i], 123.0f + 0.5f * k[i] + 0.25f * k[n + i] + 2.0f * k[2 * n + i]) << i;
   }
 }
 

@@ -14,18 +14,23 @@ ModelConfig small_config() {
   return c;
 }
 
-TEST(SequenceKvCacheTest, LayoutIsContiguousPerLayer) {
-  auto kv = SequenceKvCache::create(small_config(), 10);
+TEST(SequenceKvCacheTest, LayoutIsPagedWithIdentityBlockTable) {
+  auto kv = SequenceKvCache::create(small_config(), 40);
   ASSERT_TRUE(kv.ok());
-  EXPECT_EQ(kv->capacity(), 10);
+  EXPECT_EQ(kv->capacity(), 40);
   EXPECT_EQ(kv->size(), 0);
   const KvSequenceView v = kv->view();
-  EXPECT_EQ(v.capacity, 10);
-  EXPECT_EQ(v.layer_stride, 2 * 8 * 10);  // kv_dim * capacity floats per layer
+  // 40 positions round up to 3 blocks of 16.
+  ASSERT_EQ(v.n_blocks, 3);
+  EXPECT_EQ(v.block_size, 16);
+  EXPECT_EQ(v.capacity(), 48);
+  for (int32_t b = 0; b < 3; ++b) EXPECT_EQ(v.block_table[b], b);
+  EXPECT_EQ(v.layer_stride, 2 * 8 * 48);  // kv_dim * padded capacity floats per layer
   const KvLayerView l2 = v.layer(2);
   EXPECT_EQ(l2.k, v.k + 2 * v.layer_stride);
   EXPECT_EQ(l2.v, v.v + 2 * v.layer_stride);
-  EXPECT_EQ(l2.capacity, 10);
+  EXPECT_EQ(l2.block_table, v.block_table);
+  EXPECT_EQ(l2.capacity(), 48);
 }
 
 TEST(SequenceKvCacheTest, AdvanceTracksSizeAndRejectsOverflow) {
@@ -45,11 +50,13 @@ TEST(SequenceKvCacheTest, AdvanceTracksSizeAndRejectsOverflow) {
 
 TEST(SequenceKvCacheTest, RejectsBadCapacity) {
   EXPECT_FALSE(SequenceKvCache::create(small_config(), 0).ok());
-  // 3 layers * 2 (K, V) * 16 floats * 4 bytes = 384 bytes per position.
-  auto big = SequenceKvCache::create(small_config(), 1000, /*max_bytes=*/384 * 999);
+  EXPECT_FALSE(SequenceKvCache::create(small_config(), (int64_t{1} << 31) + 1).ok());
+  // 3 layers * 2 (K, V) * 16 floats * 4 bytes = 384 bytes per position, and capacity rounds up
+  // to whole blocks of 16: 993 positions take 1008.
+  auto big = SequenceKvCache::create(small_config(), 993, /*max_bytes=*/384 * 992);
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.error().message.find("MiB"), std::string::npos);
-  EXPECT_TRUE(SequenceKvCache::create(small_config(), 999, 384 * 999).ok());
+  EXPECT_TRUE(SequenceKvCache::create(small_config(), 992, 384 * 992).ok());
 }
 
 }  // namespace

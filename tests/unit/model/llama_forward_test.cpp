@@ -273,7 +273,7 @@ TEST(LlamaForwardTest, RejectsBadInputWithoutComputing) {
   TinySpec s;
   auto l = load(s);
   ASSERT_TRUE(l.model);
-  auto kv = SequenceKvCache::create(l.model->config(), 4);
+  auto kv = SequenceKvCache::create(l.model->config(), 16);  // one block of 16 positions
   const std::vector<int32_t> bad_id = {1, 40};
   ForwardSeq seq{bad_id, 0, kv->view(), false};
   auto st = l.model->forward({&seq, 1}, ActQuant::kNone);
@@ -281,8 +281,8 @@ TEST(LlamaForwardTest, RejectsBadInputWithoutComputing) {
   EXPECT_EQ(st.error().code, ErrorCode::kInvalidInput);
   EXPECT_NE(st.error().message.find("token id 40"), std::string::npos);
 
-  const std::vector<int32_t> five = {1, 2, 3, 4, 5};
-  ForwardSeq too_long{five, 0, kv->view(), false};
+  const std::vector<int32_t> seventeen(17, 1);
+  ForwardSeq too_long{seventeen, 0, kv->view(), false};
   EXPECT_FALSE(l.model->forward({&too_long, 1}, ActQuant::kNone).ok());
 
   ForwardSeq empty{{}, 0, kv->view(), false};

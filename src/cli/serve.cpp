@@ -1,0 +1,119 @@
+// `novaserve serve`: the OpenAI-compatible HTTP server (src/server) over the continuous-batching
+// engine (src/engine). This file only adds the engine's flags and builds the engine.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
+#include "engine/engine.h"
+#include "server/serve_flags.h"
+
+namespace novaserve {
+namespace {
+
+// Engine flag values as typed (checked in to_engine_options).
+struct EngineFlags {
+  uint64_t kv_cache_memory = uint64_t{512} << 20;
+  int64_t block_size = 16;
+  int64_t max_num_seqs = 32;
+  int64_t max_num_batched_tokens = 2048;
+  int64_t max_model_len = 0;
+  bool enable_prefix_caching = true;
+  int64_t batch_wait_ms = 0;
+  int64_t threads = 0;
+  bool exact = false;
+};
+
+Status in_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return {};
+  return Err(ErrorCode::kInvalidInput, std::string(flag) + " must be in [" + std::to_string(lo) +
+                                           ", " + std::to_string(hi) + "] (got " +
+                                           std::to_string(v) + ")");
+}
+
+Result<EngineOptions> to_engine_options(const EngineFlags& f) {
+  NOVASERVE_RETURN_IF_ERROR(in_range("--block-size", f.block_size, 1, 1024));
+  NOVASERVE_RETURN_IF_ERROR(in_range("--max-num-seqs", f.max_num_seqs, 1, 4096));
+  NOVASERVE_RETURN_IF_ERROR(
+      in_range("--max-num-batched-tokens", f.max_num_batched_tokens, f.max_num_seqs, 1 << 20));
+  NOVASERVE_RETURN_IF_ERROR(in_range("--max-model-len", f.max_model_len, 0, INT32_MAX));
+  NOVASERVE_RETURN_IF_ERROR(in_range("--batch-wait-ms", f.batch_wait_ms, 0, 60000));
+  NOVASERVE_RETURN_IF_ERROR(in_range("--threads", f.threads, 0, 1024));
+  if (f.kv_cache_memory == 0) {
+    return Err(ErrorCode::kInvalidInput, "--kv-cache-memory must be > 0 bytes");
+  }
+  EngineOptions o;
+  o.kv_cache_memory = f.kv_cache_memory;
+  o.block_size = static_cast<int32_t>(f.block_size);
+  o.scheduler.max_num_seqs = static_cast<int32_t>(f.max_num_seqs);
+  o.scheduler.max_num_batched_tokens = static_cast<int32_t>(f.max_num_batched_tokens);
+  o.scheduler.max_model_len = static_cast<int32_t>(f.max_model_len);
+  o.scheduler.enable_prefix_caching = f.enable_prefix_caching;
+  o.batch_wait = std::chrono::milliseconds(f.batch_wait_ms);
+  o.n_threads = static_cast<int>(f.threads);
+  o.act_quant = f.exact ? ActQuant::kNone : ActQuant::kQ8;
+  return o;
+}
+
+void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
+  // CLI11's AsSizeValue parses "512MiB", "2G", "1000000" (KB/MB/GB are 1000-based, KiB/MiB/GiB
+  // 1024-based).
+  cmd.add_option("--kv-cache-memory", f.kv_cache_memory,
+                 "bytes of KV cache blocks, e.g. 512MiB or 2GiB")
+      ->transform(CLI::AsSizeValue(true))
+      ->default_str("512MiB");
+  cmd.add_option("--block-size", f.block_size, "tokens per KV block")->capture_default_str();
+  cmd.add_option("--max-num-seqs", f.max_num_seqs, "most sequences running in one step")
+      ->capture_default_str();
+  cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
+                 "token budget of one step (longer prompts are prefilled in chunks)")
+      ->capture_default_str();
+  cmd.add_option("--max-model-len", f.max_model_len,
+                 "most tokens (prompt + output) per request; 0 = the model's context")
+      ->capture_default_str();
+  cmd.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", f.enable_prefix_caching,
+               "share KV blocks of identical prompt prefixes (on by default)");
+  cmd.add_option("--batch-wait-ms", f.batch_wait_ms,
+                 "when idle, wait this long for more requests before the first step")
+      ->capture_default_str();
+  cmd.add_option("--threads,-t", f.threads, "CPU threads for the model (0 = all cores)")
+      ->capture_default_str();
+  cmd.add_flag("--exact", f.exact, "f32 activations (slower; default: 8-bit activations)");
+}
+
+int fail(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  std::fprintf(stderr, "novaserve serve: error: %s\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "serve", "serve a GGUF model over an OpenAI-compatible HTTP API (continuous batching)");
+  auto serve_flags = std::make_shared<ServeFlags>();
+  auto engine_flags = std::make_shared<EngineFlags>();
+  add_serve_flags(*cmd, *serve_flags);
+  add_engine_flags(*cmd, *engine_flags);
+  cmd->callback([serve_flags, engine_flags, &exit_code] {
+    auto serve = to_serve_options(*serve_flags);
+    if (!serve.ok()) {
+      exit_code = fail(serve.error().message);
+      return;
+    }
+    auto engine = to_engine_options(*engine_flags);
+    if (!engine.ok()) {
+      exit_code = fail(engine.error().message);
+      return;
+    }
+    const EngineOptions eo = engine.value();
+    exit_code = run_serve(serve.value(),
+                          [eo](std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer) {
+                            return create_engine(std::move(gguf), tokenizer, eo);
+                          });
+  });
+}
+
+}  // namespace novaserve

@@ -1,0 +1,192 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "backend/cpu/cpu_backend.h"
+#include "common/check.h"
+#include "engine/engine_impl.h"
+#include "gguf/gguf_file.h"
+#include "tokenizer/tokenizer.h"
+
+namespace novaserve {
+
+Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFile> gguf,
+                                                    const Tokenizer& tokenizer,
+                                                    const EngineOptions& options) {
+  const auto bad = [](const std::string& m) { return Err(ErrorCode::kInvalidInput, m); };
+  if (options.block_size < 1 || options.block_size > 1024) {
+    return bad("--block-size must be in [1, 1024] (got " + std::to_string(options.block_size) +
+               ")");
+  }
+  if (options.n_threads < 0) return bad("--threads must be >= 0 (0 = all cores)");
+  if (options.batch_wait.count() < 0) return bad("--batch-wait-ms must be >= 0");
+  auto model = LlamaModel::create(std::move(gguf), std::make_unique<CpuBackend>(options.n_threads));
+  if (!model.ok()) return model.error();
+  const ModelConfig& cfg = (*model)->config();
+  if (tokenizer.n_vocab() > cfg.n_vocab) {
+    return bad("the tokenizer has " + std::to_string(tokenizer.n_vocab()) +
+               " tokens but the embedding only " + std::to_string(cfg.n_vocab));
+  }
+
+  SchedulerConfig sc = options.scheduler;
+  const auto n_ctx = static_cast<int32_t>(std::min<int64_t>(cfg.n_ctx_train, INT32_MAX));
+  if (sc.max_model_len == 0) sc.max_model_len = n_ctx;
+  if (sc.max_model_len < 0 || sc.max_model_len > n_ctx) {
+    return bad("--max-model-len must be in [1, " + std::to_string(n_ctx) +
+               "] (the model's context; got " + std::to_string(sc.max_model_len) + ")");
+  }
+
+  const uint64_t per_block = PagedKvCache::bytes_per_block(cfg, options.block_size);
+  const uint64_t blocks = options.kv_cache_memory / per_block;
+  if (blocks < 1) {
+    return bad("--kv-cache-memory " + std::to_string(options.kv_cache_memory) +
+               " bytes holds no KV block (one block of " + std::to_string(options.block_size) +
+               " tokens takes " + std::to_string(per_block) + " bytes)");
+  }
+  if (blocks > (uint64_t{1} << 28)) return bad("--kv-cache-memory is too large");
+  const auto num_blocks = static_cast<int32_t>(blocks);
+  auto pool = KvBlockPool::create(num_blocks, options.block_size);
+  if (!pool.ok()) return pool.error();
+  auto scheduler = Scheduler::create(sc, std::move(pool.value()));
+  if (!scheduler.ok()) return scheduler.error();
+  auto kv = PagedKvCache::create(cfg, num_blocks, options.block_size);
+  if (!kv.ok()) return kv.error();
+
+  std::fprintf(
+      stderr,
+      "novaserve engine: KV cache %d blocks of %d tokens = %lld tokens (%.1f MiB f32), "
+      "max %d sequences, %d batched tokens per step, context %d, prefix caching %s, "
+      "%d threads\n",
+      num_blocks, options.block_size, static_cast<long long>(num_blocks) * options.block_size,
+      static_cast<double>(kv->bytes()) / (1 << 20), sc.max_num_seqs, sc.max_num_batched_tokens,
+      sc.max_model_len, sc.enable_prefix_caching ? "on" : "off", (*model)->backend().n_threads());
+
+  std::vector<int32_t> eog;
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
+    if (tokenizer.is_eog(id)) eog.push_back(id);
+  }
+  return std::unique_ptr<EngineClient>(
+      std::make_unique<Engine>(std::move(model.value()), std::move(kv.value()),
+                               std::move(scheduler.value()), std::move(eog), options));
+}
+
+Engine::Engine(std::unique_ptr<LlamaModel> model, PagedKvCache kv,
+               std::unique_ptr<Scheduler> scheduler, std::vector<int32_t> eog_ids,
+               const EngineOptions& options)
+    : model_(std::move(model)),
+      kv_(std::move(kv)),
+      scheduler_(std::move(scheduler)),
+      options_(options),
+      n_vocab_(static_cast<int32_t>(model_->config().n_vocab)),
+      block_size_(options.block_size) {
+  is_eog_.assign(n_vocab_, 0);
+  for (int32_t id : eog_ids) is_eog_[id] = 1;
+  const int32_t max_seqs = scheduler_->config().max_num_seqs;
+  forward_seqs_.reserve(max_seqs);
+  masked_logits_.resize(n_vocab_);
+  incoming_.reserve(max_seqs);
+  inbox_.reserve(max_seqs);
+  stats_.kv_blocks_total = kv_.num_blocks();
+  stats_.kv_blocks_free = kv_.num_blocks();
+  thread_ = std::thread([this] { run(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Status Engine::submit(EngineRequest request) {
+  const auto bad = [](const std::string& m) { return Err(ErrorCode::kInvalidInput, m); };
+  if (request.prompt.empty()) return bad("the prompt is empty");
+  if (request.max_tokens < 1) return bad("max_tokens must be >= 1");
+  for (int32_t t : request.prompt) {
+    if (t < 0 || t >= n_vocab_) {
+      return bad("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                 std::to_string(n_vocab_) + ")");
+    }
+  }
+  if (auto st = request.sampling.validate(n_vocab_); !st.ok()) return st;
+  if (auto st =
+          scheduler_->admissible(static_cast<int32_t>(request.prompt.size()), request.max_tokens);
+      !st.ok()) {
+    return st;
+  }
+  if (!request.cancelled) request.cancelled = std::make_shared<std::atomic<bool>>(false);
+  // Built here, on the caller's thread: a Sequence allocates its token, block-table and sampler
+  // buffers once, and the engine thread must not.
+  auto seq = std::make_unique<Sequence>(std::move(request), n_vocab_, block_size_);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    inbox_.push_back(std::move(seq));
+  }
+  cv_.notify_one();
+  return {};
+}
+
+void Engine::notify() {
+  cv_.notify_one();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  EngineStats s = stats_;
+  s.num_waiting += static_cast<int32_t>(inbox_.size());
+  return s;
+}
+
+void Engine::run() {
+  const auto max_seqs = static_cast<size_t>(scheduler_->config().max_num_seqs);
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      if (!scheduler_->has_work()) {
+        cv_.wait(lk, [&] { return stop_ || !inbox_.empty(); });
+        // --batch-wait-ms: an idle engine gives a burst of arrivals a moment to join one batch.
+        if (options_.batch_wait.count() > 0) {
+          cv_.wait_for(lk, options_.batch_wait, [&] { return stop_ || inbox_.size() >= max_seqs; });
+        }
+      }
+      if (stop_) return;
+      inbox_.swap(incoming_);
+    }
+    for (auto& seq : incoming_) {
+      // submit() checked admissible() already; checking again here keeps the request (and its
+      // callback) if that ever disagrees, instead of losing it inside add().
+      const Status st = scheduler_->admissible(seq->num_prompt_tokens(), seq->request().max_tokens);
+      if (!st.ok()) {
+        StepOutput out = output_for(*seq);
+        out.finish = FinishReason::kError;
+        out.error = st.error().message;
+        seq->request().on_output(std::move(out));
+        continue;
+      }
+      const Status added = scheduler_->add(std::move(seq));
+      NOVASERVE_CHECK(added.ok()) << "add() failed after admissible(): " << added.error().message;
+    }
+    incoming_.clear();
+    step();
+    publish_stats();
+  }
+}
+
+void Engine::publish_stats() {
+  const KvBlockPool& pool = scheduler_->pool();
+  const SchedulerStats& ss = scheduler_->stats();
+  std::lock_guard<std::mutex> lk(mu_);
+  stats_.num_running = scheduler_->num_running();
+  stats_.num_waiting = scheduler_->num_waiting();
+  stats_.kv_cache_usage = pool.usage();
+  stats_.num_preemptions = ss.num_preemptions;
+  stats_.prefix_cache_queries = ss.prefix_cache_queries;
+  stats_.prefix_cache_hits = ss.prefix_cache_hits;
+  stats_.kv_blocks_free = pool.num_free();
+}
+
+}  // namespace novaserve

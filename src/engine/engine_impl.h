@@ -1,0 +1,72 @@
+// Engine internals: the engine thread, its inbox and one step. Only engine*.cpp include this;
+// everything else uses create_engine() and the EngineClient interface (engine.h, request.h).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/paged_kv_cache.h"
+#include "engine/scheduler.h"
+#include "model/llama_model.h"
+
+namespace novaserve {
+
+/// The EngineClient of create_engine(). Threads: submit(), notify() and stats() run on any
+/// thread; everything else runs on the engine thread, which owns the scheduler, the KV memory
+/// and the model. The engine thread sleeps while there is no work.
+class Engine final : public EngineClient {
+ public:
+  /// `eog_ids`: token ids that end generation (the tokenizer's end-of-generation set).
+  Engine(std::unique_ptr<LlamaModel> model, PagedKvCache kv, std::unique_ptr<Scheduler> scheduler,
+         std::vector<int32_t> eog_ids, const EngineOptions& options);
+  /// Stops and joins the engine thread. Requests still queued or running get no further output
+  /// (the server drains or cancels them before it destroys the engine).
+  ~Engine() override;
+
+  Status submit(EngineRequest request) override;
+  void notify() override;
+  EngineStats stats() const override;
+  int32_t n_vocab() const override { return n_vocab_; }
+  int32_t context_length() const override { return scheduler_->config().max_model_len; }
+
+ private:
+  void run();
+  // One scheduler step: plan, abort outputs, forward, commit, sample and emit.
+  void step();
+  // Samples the next token of `seq` from `logits`, honouring min_tokens.
+  int32_t sample(Sequence& seq, const float* logits);
+  // The finish reason after `token` was appended, if the request ends here.
+  std::optional<FinishReason> finish_after(const Sequence& seq, int32_t token) const;
+  // A StepOutput with the usage fields of `seq` filled in.
+  StepOutput output_for(const Sequence& seq) const;
+  // Ends every sequence of `plan` with kError (a failed forward; nothing is committed).
+  void fail_plan(const SchedulerPlan& plan, const std::string& message);
+  void publish_stats();
+
+  std::unique_ptr<LlamaModel> model_;
+  PagedKvCache kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<uint8_t> is_eog_;  // per token id
+  EngineOptions options_;
+  int32_t n_vocab_;
+  int32_t block_size_;
+
+  // Engine-thread step buffers, sized at construction (no allocation in the steady state).
+  std::vector<ForwardSeq> forward_seqs_;
+  std::vector<float> masked_logits_;
+  std::vector<std::unique_ptr<Sequence>> incoming_;
+
+  mutable std::mutex mu_;  // guards inbox_, stop_ and stats_
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Sequence>> inbox_;
+  bool stop_ = false;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace novaserve

@@ -1,0 +1,105 @@
+// One engine step (docs/engine.md, "One step"): plan, emit aborts, forward, commit, sample, emit.
+#include <algorithm>
+#include <cmath>
+
+#include "engine/engine_impl.h"
+#include "engine/logprobs.h"
+
+namespace novaserve {
+
+StepOutput Engine::output_for(const Sequence& seq) const {
+  StepOutput out;
+  out.prompt_tokens = seq.num_prompt_tokens();
+  out.cached_prompt_tokens = seq.num_cached_prompt_tokens();
+  out.generated_tokens = seq.num_generated_tokens();
+  if (seq.first_scheduled()) out.first_scheduled = *seq.first_scheduled();
+  return out;
+}
+
+int32_t Engine::sample(Sequence& seq, const float* logits) {
+  const EngineRequest& r = seq.request();
+  // min_tokens (vLLM semantics): until that many tokens exist, end-of-generation and stop ids
+  // cannot be drawn. The mask goes on a copy: the raw logits still feed logprobs.
+  if (seq.num_generated_tokens() < r.min_tokens) {
+    std::copy(logits, logits + n_vocab_, masked_logits_.begin());
+    for (int32_t id = 0; id < n_vocab_; ++id) {
+      if (is_eog_[id]) masked_logits_[id] = -INFINITY;
+    }
+    for (int32_t id : r.stop_token_ids) {
+      if (id >= 0 && id < n_vocab_) masked_logits_[id] = -INFINITY;
+    }
+    return seq.sampler().sample(masked_logits_.data());
+  }
+  return seq.sampler().sample(logits);
+}
+
+std::optional<FinishReason> Engine::finish_after(const Sequence& seq, int32_t token) const {
+  const EngineRequest& r = seq.request();
+  if (is_eog_[token] && !r.ignore_eos) return FinishReason::kStop;
+  if (std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) !=
+      r.stop_token_ids.end()) {
+    return FinishReason::kStop;
+  }
+  if (seq.num_generated_tokens() >= r.max_tokens ||
+      seq.num_tokens() >= scheduler_->config().max_model_len) {
+    return FinishReason::kLength;
+  }
+  return std::nullopt;
+}
+
+void Engine::fail_plan(const SchedulerPlan& plan, const std::string& message) {
+  for (const ScheduledSeq& s : plan.seqs) {
+    auto seq = scheduler_->finish(*s.seq, FinishReason::kError);
+    StepOutput out = output_for(*seq);
+    out.finish = FinishReason::kError;
+    out.error = message;
+    seq->request().on_output(std::move(out));
+  }
+}
+
+void Engine::step() {
+  const SchedulerPlan& plan = scheduler_->schedule(std::chrono::steady_clock::now());
+  for (const auto& seq : plan.aborted) {
+    StepOutput out = output_for(*seq);
+    out.finish = FinishReason::kAbort;
+    seq->request().on_output(std::move(out));
+  }
+  if (plan.seqs.empty()) return;
+
+  forward_seqs_.clear();
+  for (const ScheduledSeq& s : plan.seqs) {
+    ForwardSeq f;
+    f.tokens = s.seq->tokens().subspan(s.pos0, s.num_tokens);
+    f.pos0 = s.pos0;
+    f.kv = kv_.view(s.seq->block_table());
+    forward_seqs_.push_back(f);
+  }
+  if (auto st = model_->forward(forward_seqs_, options_.act_quant); !st.ok()) {
+    fail_plan(plan, "forward pass failed: " + st.error().message);
+    return;
+  }
+  scheduler_->commit();
+
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    if (!plan.seqs[i].sample) continue;
+    Sequence& seq = *plan.seqs[i].seq;
+    const float* logits = model_->logits(i);
+    const int32_t token = sample(seq, logits);
+    seq.append_token(token);
+    StepOutput out = output_for(seq);
+    out.token = token;
+    if (seq.request().top_logprobs >= 0) {
+      fill_logprobs(logits, n_vocab_, token, seq.request().top_logprobs, out);
+    }
+    out.finish = finish_after(seq, token);
+    if (out.finish) {
+      // finish() frees the blocks now; the Sequence lives until the output is handed over.
+      const auto done = scheduler_->finish(seq, *out.finish);
+      done->request().on_output(std::move(out));
+    } else {
+      seq.request().on_output(std::move(out));
+    }
+  }
+}
+
+}  // namespace novaserve
