@@ -1,6 +1,7 @@
 # The two commands a newcomer runs: `make run` and `make test`. Everything else is a step of those.
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
-PROMPT ?= What is the capital of France?
+HOST ?= 127.0.0.1
+PORT ?= 8080
 BIN := build/novaserve
 FUZZ_SECONDS ?= 20
 export NOVASERVE_SHARED_DIR ?= $(abspath ../shared)
@@ -15,7 +16,10 @@ build: setup
 	cmake --build --preset cpu
 
 run: build
-	$(BIN) generate --model $(MODEL) --prompt "$(PROMPT)" --chat --temperature 0 --max-tokens 64
+	@echo "serving $(MODEL) on http://$(HOST):$(PORT) (Ctrl-C drains and stops). Try:"
+	@echo "  curl http://$(HOST):$(PORT)/v1/chat/completions -H 'Content-Type: application/json' \\"
+	@echo "    -d '{\"messages\":[{\"role\":\"user\",\"content\":\"What is the capital of France?\"}]}'"
+	$(BIN) serve --model $(MODEL) --host $(HOST) --port $(PORT)
 
 unit: build
 	cd build && ctest --output-on-failure -j2

@@ -1,5 +1,7 @@
 #include "common/thread_pool.h"
 
+#include <pthread.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -39,7 +41,13 @@ ThreadPool::ThreadPool(int n_threads) {
   if (n_threads <= 0) n_threads = static_cast<int>(std::thread::hardware_concurrency());
   n_threads_ = n_threads < 1 ? 1 : n_threads;
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
-  for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+  for (int t = 1; t < n_threads_; ++t) {
+    workers_.emplace_back([this, t] {
+      // Named for per-thread CPU accounting (/proc/PID/task/*/comm; tools/bench_serve.py).
+      pthread_setname_np(pthread_self(), "ns-pool");
+      worker_loop(t);
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {

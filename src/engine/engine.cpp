@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -142,6 +144,9 @@ EngineStats Engine::stats() const {
 }
 
 void Engine::run() {
+  // Named so that per-thread CPU time (/proc/PID/task/*/comm) separates engine, model-pool and
+  // HTTP work (tools/bench_serve.py).
+  pthread_setname_np(pthread_self(), "ns-engine");
   const auto max_seqs = static_cast<size_t>(scheduler_->config().max_num_seqs);
   for (;;) {
     {
@@ -187,6 +192,9 @@ void Engine::publish_stats() {
   stats_.prefix_cache_queries = ss.prefix_cache_queries;
   stats_.prefix_cache_hits = ss.prefix_cache_hits;
   stats_.kv_blocks_free = pool.num_free();
+  stats_.num_steps = num_steps_;
+  stats_.step_seconds = step_seconds_;
+  stats_.forward_seconds = forward_seconds_;
 }
 
 }  // namespace novaserve

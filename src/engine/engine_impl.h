@@ -60,6 +60,9 @@ class Engine final : public EngineClient {
   std::vector<ForwardSeq> forward_seqs_;
   std::vector<float> masked_logits_;
   std::vector<std::unique_ptr<Sequence>> incoming_;
+  int64_t num_steps_ = 0;
+  double step_seconds_ = 0.0;
+  double forward_seconds_ = 0.0;
 
   mutable std::mutex mu_;  // guards inbox_, stop_ and stats_
   std::condition_variable cv_;

@@ -58,7 +58,9 @@ void Engine::fail_plan(const SchedulerPlan& plan, const std::string& message) {
 }
 
 void Engine::step() {
-  const SchedulerPlan& plan = scheduler_->schedule(std::chrono::steady_clock::now());
+  using Clock = std::chrono::steady_clock;
+  const auto t_step = Clock::now();
+  const SchedulerPlan& plan = scheduler_->schedule(t_step);
   for (const auto& seq : plan.aborted) {
     StepOutput out = output_for(*seq);
     out.finish = FinishReason::kAbort;
@@ -74,8 +76,11 @@ void Engine::step() {
     f.kv = kv_.view(s.seq->block_table());
     forward_seqs_.push_back(f);
   }
-  if (auto st = model_->forward(forward_seqs_, options_.act_quant); !st.ok()) {
-    fail_plan(plan, "forward pass failed: " + st.error().message);
+  const auto t_forward = Clock::now();
+  const Status forward = model_->forward(forward_seqs_, options_.act_quant);
+  forward_seconds_ += std::chrono::duration<double>(Clock::now() - t_forward).count();
+  if (!forward.ok()) {
+    fail_plan(plan, "forward pass failed: " + forward.error().message);
     return;
   }
   scheduler_->commit();
@@ -100,6 +105,8 @@ void Engine::step() {
       seq.request().on_output(std::move(out));
     }
   }
+  ++num_steps_;
+  step_seconds_ += std::chrono::duration<double>(Clock::now() - t_step).count();
 }
 
 }  // namespace novaserve

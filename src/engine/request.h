@@ -84,6 +84,9 @@ struct EngineStats {
   int64_t prefix_cache_hits = 0;     ///< of those, tokens found
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_free = 0;
+  int64_t num_steps = 0;         ///< engine steps that ran the model
+  double step_seconds = 0.0;     ///< wall time of those steps (plan, forward, sampling, outputs)
+  double forward_seconds = 0.0;  ///< of which inside the model's forward pass
 };
 
 /// What the HTTP layer needs from the engine. Implemented by the real engine (src/engine) and by

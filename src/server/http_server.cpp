@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <pthread.h>
+
 #include <boost/asio/post.hpp>
 #include <csignal>
 #include <cstdio>
@@ -48,7 +50,11 @@ void HttpServer::start() {
     wait_signal();
   }
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
-    threads_.emplace_back([this] { ioc_.run(); });
+    threads_.emplace_back([this] {
+      // Named for per-thread CPU accounting (/proc/PID/task/*/comm; tools/bench_serve.py).
+      pthread_setname_np(pthread_self(), "ns-http");
+      ioc_.run();
+    });
   }
 }
 

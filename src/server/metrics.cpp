@@ -39,8 +39,8 @@ prometheus::Counter* counter(prometheus::Registry& r, const char* name, const ch
 }
 
 // Adds the growth of an engine-side monotonic counter since the last scrape.
-void mirror(prometheus::Counter* c, int64_t now, int64_t before) {
-  if (now > before) c->Increment(static_cast<double>(now - before));
+void mirror(prometheus::Counter* c, double now, double before) {
+  if (now > before) c->Increment(now - before);
 }
 
 }  // namespace
@@ -77,6 +77,11 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                             "Prompt tokens looked up in the prefix cache.");
   prefix_hits_ =
       counter(r, "novaserve_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.");
+  steps_ = counter(r, "novaserve_engine_steps_total", "Engine steps that ran the model.");
+  step_seconds_ = counter(r, "novaserve_engine_step_seconds_total",
+                          "Wall time of engine steps (planning, forward pass, sampling, outputs).");
+  forward_seconds_ = counter(r, "novaserve_engine_forward_seconds_total",
+                             "Wall time of engine steps spent in the model's forward pass.");
 }
 
 ServerMetrics::~ServerMetrics() = default;
@@ -113,6 +118,9 @@ std::string ServerMetrics::scrape(const EngineStats* stats) {
       mirror(preemptions_, stats->num_preemptions, last_.num_preemptions);
       mirror(prefix_queries_, stats->prefix_cache_queries, last_.prefix_cache_queries);
       mirror(prefix_hits_, stats->prefix_cache_hits, last_.prefix_cache_hits);
+      mirror(steps_, stats->num_steps, last_.num_steps);
+      mirror(step_seconds_, stats->step_seconds, last_.step_seconds);
+      mirror(forward_seconds_, stats->forward_seconds, last_.forward_seconds);
       last_ = *stats;
     }
   }

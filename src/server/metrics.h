@@ -53,6 +53,9 @@ class ServerMetrics {
   prometheus::Counter* preemptions_;
   prometheus::Counter* prefix_queries_;
   prometheus::Counter* prefix_hits_;
+  prometheus::Counter* steps_;
+  prometheus::Counter* step_seconds_;
+  prometheus::Counter* forward_seconds_;
   std::mutex mirror_mu_;  // serializes scrapes' counter mirroring
   EngineStats last_{};
 };

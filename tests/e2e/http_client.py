@@ -168,10 +168,11 @@ def metric_value(metrics_text, name):
     return None
 
 
-def wait_healthy(server, timeout):
-    """Polls /health until 200; False after `timeout` seconds."""
+def wait_healthy(server, timeout, alive=lambda: True):
+    """Polls /health until 200; False after `timeout` seconds or as soon as `alive()` is false
+    (the server process exited)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and alive():
         try:
             r = server.get("/health", timeout=5)
             if r is not None and r.status == 200:

@@ -27,9 +27,12 @@ class LaunchedServer:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         self.url = "http://127.0.0.1:%d" % self.port
         self.server = Server(self.url, api_key)
-        if not wait_healthy(self.server, startup_timeout):
+        if not wait_healthy(self.server, startup_timeout, lambda: self.proc.poll() is None):
+            code = self.proc.poll()
             self.proc.kill()
-            raise RuntimeError("server did not become healthy: %s" % " ".join(cmd))
+            self.proc.wait()
+            raise RuntimeError("server did not become healthy (exit code %r): %s"
+                               % (code, " ".join(cmd)))
 
     @property
     def pid(self):

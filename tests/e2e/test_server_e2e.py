@@ -9,7 +9,9 @@ disconnect mid-stream, the SIGTERM drain, and a real Prometheus scrape (when the
 `prometheus` package is installed).
 
 Environment: NOVASERVE_BIN (default build/novaserve), NOVASERVE_MODEL (default
-models/SmolLM2-135M-Instruct.Q4_1.gguf), NOVASERVE_SHARED_DIR. Run: python3 tests/e2e/test_server_e2e.py
+models/SmolLM2-135M-Instruct.Q4_1.gguf), NOVASERVE_SHARED_DIR, NOVASERVE_E2E_STRICT=1 (set by
+`make test`: a missing binary, model, openai package or prometheus package fails the test instead
+of skipping it). Run: python3 tests/e2e/test_server_e2e.py
 """
 
 import concurrent.futures
@@ -45,6 +47,29 @@ PROMPTS = ["Hello, my name is", "The capital of France is", "Once upon a time",
            "Water boils at", "My favourite food is"]
 
 
+STRICT = os.environ.get("NOVASERVE_E2E_STRICT") == "1"
+
+
+def requires(reason):
+    """skipIf(reason), except under NOVASERVE_E2E_STRICT, where a missing requirement fails."""
+    if not reason:
+        return lambda test: test
+    if not STRICT:
+        return unittest.skip(reason)
+
+    def fail_instead(test):
+        if isinstance(test, type):
+            test.setUpClass = classmethod(lambda cls: (_ for _ in ()).throw(
+                AssertionError("required by NOVASERVE_E2E_STRICT: " + reason)))
+            return test
+
+        def failing(self):
+            self.fail("required by NOVASERVE_E2E_STRICT: " + reason)
+        failing.__name__ = test.__name__
+        return failing
+    return fail_instead
+
+
 def serve_available():
     if not (os.path.exists(BIN) and os.path.exists(MODEL)):
         return "binary or model missing (%s, %s)" % (BIN, MODEL)
@@ -56,10 +81,10 @@ SKIP = serve_available()
 
 
 def needs_openai(test):
-    return unittest.skipIf(openai is None, "the openai package is not installed")(test)
+    return requires("the openai package is not installed" if openai is None else None)(test)
 
 
-@unittest.skipIf(SKIP, SKIP or "")
+@requires(SKIP)
 class ServerE2E(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -211,7 +236,7 @@ class ServerE2E(unittest.TestCase):
         self.complete(prompt="Hello", max_tokens=4)
 
 
-@unittest.skipIf(SKIP, SKIP or "")
+@requires(SKIP)
 class DrainE2E(unittest.TestCase):
     def test_sigterm_lets_8_in_flight_finish_and_refuses_new(self):
         srv = LaunchedServer(BIN, ["--model", MODEL, "--shutdown-timeout", "60"])
@@ -247,8 +272,9 @@ class DrainE2E(unittest.TestCase):
         self.assertEqual(srv.proc.wait(60), 0)
 
 
-@unittest.skipIf(SKIP, SKIP or "")
-@unittest.skipIf(shutil.which("promtool") is None, "the Debian prometheus package is not installed")
+@requires(SKIP)
+@requires("the Debian prometheus package (promtool) is not installed"
+          if shutil.which("promtool") is None else None)
 class PrometheusE2E(unittest.TestCase):
     def test_promtool_and_a_real_scrape(self):
         srv = LaunchedServer(BIN, ["--model", MODEL])
@@ -259,6 +285,8 @@ class PrometheusE2E(unittest.TestCase):
                                    capture_output=True)
             self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
             if shutil.which("prometheus") is None:
+                if STRICT:
+                    self.fail("required by NOVASERVE_E2E_STRICT: no prometheus server binary")
                 self.skipTest("promtool only; no prometheus server binary")
             self.scrape_and_query(srv)
         finally:
