@@ -6,7 +6,7 @@ BIN := build/novaserve
 FUZZ_SECONDS ?= 20
 export NOVASERVE_SHARED_DIR ?= $(abspath ../shared)
 
-.PHONY: setup build run test unit fuzz bench format clean
+.PHONY: setup build run test unit fuzz bench bench-serve format clean
 
 setup:
 	tools/setup.sh
@@ -33,6 +33,9 @@ test: unit fuzz
 
 bench: build
 	tools/bench_cpu.sh
+
+bench-serve: build
+	.venv/bin/python tools/bench_serve.py --binary $(BIN) --model $(MODEL)
 
 format:
 	find src tests bench -name '*.h' -o -name '*.cpp' -o -name '*.cu' | xargs clang-format -i

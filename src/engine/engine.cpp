@@ -85,7 +85,12 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, PagedKvCache kv,
       block_size_(options.block_size) {
   is_eog_.assign(n_vocab_, 0);
   for (int32_t id : eog_ids) is_eog_[id] = 1;
-  const int32_t max_seqs = scheduler_->config().max_num_seqs;
+  const SchedulerConfig& sc = scheduler_->config();
+  const int32_t max_seqs = sc.max_num_seqs;
+  // A KV view covers whole blocks: up to max_model_len rounded up to a block.
+  const int64_t max_context =
+      (static_cast<int64_t>(sc.max_model_len) + block_size_ - 1) / block_size_ * block_size_;
+  model_->reserve(sc.max_num_batched_tokens, max_seqs, max_context);
   forward_seqs_.reserve(max_seqs);
   masked_logits_.resize(n_vocab_);
   incoming_.reserve(max_seqs);

@@ -28,6 +28,8 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab, std::span<const 
       gen_count_(n_vocab, 0),
       in_prompt_(n_vocab, 0) {
   NOVASERVE_CHECK(n_vocab > 0) << "n_vocab=" << n_vocab;
+  // At most n_vocab distinct ids: reserving them keeps accept() allocation-free.
+  seen_.reserve(n_vocab);
   for (int32_t t : prompt) {
     if (t < 0 || t >= n_vocab || in_prompt_[t]) continue;
     in_prompt_[t] = 1;

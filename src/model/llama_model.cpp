@@ -71,6 +71,15 @@ void LlamaModel::ensure_capacity(int64_t n_rows, int64_t n_logit_rows) {
   }
 }
 
+void LlamaModel::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context) {
+  ensure_capacity(max_rows, max_seqs);
+  attn_seqs_.reserve(max_seqs);
+  seq_logit_row_.reserve(max_seqs);
+  seq_all_logits_.reserve(max_seqs);
+  seq_n_tokens_.reserve(max_seqs);
+  backend_->reserve(max_rows, max_context, attn_shape_);
+}
+
 Status LlamaModel::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
   const ModelConfig& c = config_;
   int64_t n_rows = 0;

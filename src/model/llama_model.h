@@ -48,6 +48,12 @@ class LlamaModel {
   /// vocabulary, a negative pos0, or a cache too small for pos0 + n new tokens.
   Status forward(std::span<const ForwardSeq> seqs, ActQuant mode);
 
+  /// Sizes every workspace (here and in the backend) for steps of up to `max_rows` new tokens
+  /// over up to `max_seqs` sequences (logits for the last token of each), with KV views of up
+  /// to `max_context` positions, so that such steps never allocate. Optional: forward() grows
+  /// workspaces on demand anyway.
+  void reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context);
+
   /// Logits (n_vocab floats) of the last forward(): sequence `seq`'s new token `token`
   /// (-1 = the last one). Non-last tokens are available only when that sequence asked for
   /// all_logits. Valid until the next forward().

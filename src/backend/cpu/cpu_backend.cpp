@@ -118,6 +118,15 @@ void CpuBackend::swiglu(const float* gate, const float* up, int64_t n_rows, int6
            [&](int64_t r) { cpu::swiglu_row(gate + r * dim, up + r * dim, dim, out + r * dim); });
 }
 
+void CpuBackend::reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape) {
+  // attention() makes at most one task per (16-row block, head) of each sequence, and each
+  // sequence has at least one row: <= max_rows * n_head tasks.
+  tasks_.reserve(static_cast<size_t>(max_rows) * shape.n_head);
+  for (auto& buf : scratch_) {
+    if (static_cast<int64_t>(buf.size()) < max_context) buf.resize(max_context);
+  }
+}
+
 void CpuBackend::softmax(float* x, int64_t n_rows, int64_t n) {
   for_rows(n_rows, 8 * n, [&](int64_t r) { cpu::softmax_row(x + r * n, n); });
 }

@@ -36,6 +36,7 @@ class CpuBackend final : public Backend {
                  const AttentionShape& shape, float* out) override;
   void swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim, float* out) override;
   void softmax(float* x, int64_t n_rows, int64_t n) override;
+  void reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape) override;
 
  private:
   // Calls fn(row) for rows [0, n_rows), split across threads when n_rows * row_cost is large.
