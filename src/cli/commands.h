@@ -32,4 +32,11 @@ void register_tokenize(CLI::App& app, int& exit_code);
 /// unreadable or invalid model, a port that cannot be bound).
 void register_serve(CLI::App& app, int& exit_code);
 
+/// Adds `bench --model M [--batch 1,8,32] [--prompt 128,512,2048] [--gen 128] [--csv F]
+/// [--json F] [--svg F] [--slo-itl-ms X]`: an offline grid sweep through the engine (no HTTP)
+/// printing prefill tok/s, TTFT, decode tok/s per sequence and aggregate, ITL and peak memory.
+/// Sets `exit_code` to 0, or to 2 after a one-line error on stderr (bad flags, an invalid model,
+/// an unwritable output file).
+void register_bench(CLI::App& app, int& exit_code);
+
 }  // namespace novaserve

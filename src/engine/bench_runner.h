@@ -1,0 +1,60 @@
+// Offline benchmark through the engine (no HTTP): `novaserve bench` runs a grid of batch sizes
+// and prompt lengths and measures prefill, TTFT, decode and inter-token latency.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "engine/engine.h"
+
+namespace novaserve {
+
+class GgufFile;
+class Tokenizer;
+
+/// One grid point: `batch` sequences of `prompt` random tokens each, submitted at once, each
+/// generating exactly `gen` tokens (greedy, end-of-generation ignored).
+struct BenchPoint {
+  int32_t batch = 1;
+  int32_t prompt = 128;
+  int32_t gen = 128;
+};
+
+/// What one grid point measured. Times in seconds, rates in tokens per second.
+struct BenchResult {
+  BenchPoint point;
+  double wall_s = 0;         ///< submit of the batch to the last token
+  double prefill_tok_s = 0;  ///< batch * prompt / (submit to the last sequence's first token)
+  double ttft_mean_s = 0;    ///< mean over sequences of submit to first token
+  double ttft_max_s = 0;     ///< the last sequence's TTFT (the whole batch prefilled)
+  double decode_tok_s_per_seq = 0;  ///< mean over sequences of (gen - 1) / (last - first token)
+  double decode_tok_s = 0;          ///< aggregate: the sum of the per-sequence decode rates
+  double itl_mean_s = 0;            ///< mean gap between consecutive tokens of a sequence
+  double itl_p99_s = 0;             ///< 99th percentile of those gaps
+  int64_t peak_rss_bytes = 0;       ///< the process's peak resident set (VmHWM) after the point
+};
+
+/// Runs every point on one engine built from `options` (prefix caching is turned off, and each
+/// sequence's prompt is distinct, so every prompt token is computed). Prompt tokens are drawn
+/// uniformly from the tokenizer's ordinary tokens with a fixed seed. `on_result` (may be empty)
+/// sees each result as it completes, for progress output.
+/// A batch larger than max_num_seqs, or whose KV does not fit the pool at once, still runs (in
+/// waves or with preemption), which its rates then show.
+/// Errors: those of create_engine(); kInvalidInput when a point has batch, prompt or gen < 1 or
+/// a sequence that could never run (prompt + gen beyond the context or the whole pool); kInternal
+/// when a request ends with an error.
+Result<std::vector<BenchResult>> run_bench(
+    std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer, EngineOptions options,
+    const std::vector<BenchPoint>& points,
+    const std::function<void(const BenchResult&)>& on_result);
+
+/// The largest batch per prompt length whose mean ITL is <= slo_itl_s: pairs (prompt, batch),
+/// batch 0 when no measured batch meets it. The seed's grid search, automated.
+std::vector<std::pair<int32_t, int32_t>> recommend_batches(const std::vector<BenchResult>& results,
+                                                           double slo_itl_s);
+
+}  // namespace novaserve

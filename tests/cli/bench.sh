@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# novaserve bench: a tiny grid writes the table, CSV, JSON and SVG; bad flags exit 2.
+source "$(dirname "$0")/lib/cli_test_lib.sh"
+
+if "$BIN" bench --model "$MODEL" --batch 1,2 --prompt 8 --gen 4 --threads 2 \
+  --csv "$TMP/b.csv" --json "$TMP/b.json" --svg "$TMP/b.svg" --slo-itl-ms 100000 \
+  >"$TMP/stdout" 2>"$TMP/stderr"; then
+  grep -q '^| batch | prompt |' "$TMP/stdout" || fail "no table header"
+  [ "$(grep -c '^| [12] | 8 | 4 |' "$TMP/stdout")" = 2 ] || fail "expected 2 table rows"
+  grep -q 'prompt 8: largest batch with mean ITL <= 100000.0 ms is 2' "$TMP/stdout" ||
+    fail "no batch recommendation"
+  [ "$(wc -l <"$TMP/b.csv")" = 3 ] || fail "CSV should have a header and 2 rows"
+  grep -q '"results"' "$TMP/b.json" || fail "JSON has no results"
+  grep -q '^<svg' "$TMP/b.svg" || fail "SVG missing"
+else
+  fail "bench exited non-zero: $(head -c 300 "$TMP/stderr")"
+fi
+
+expect_exit2 "bench with a zero batch" "$BIN" bench --model "$MODEL" --batch 0
+expect_exit2 "bench on a GPU device this build lacks" "$BIN" bench --model "$MODEL" --device cuda
+expect_exit2 "bench without a model" "$BIN" bench
+expect_exit2 "bench of a missing file" "$BIN" bench --model /nonexistent.gguf
+expect_exit2 "bench with an unwritable CSV" "$BIN" bench --model "$MODEL" --batch 1 --prompt 4 \
+  --gen 2 --csv /nonexistent-dir/b.csv
+finish
