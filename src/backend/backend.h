@@ -67,9 +67,11 @@ class Backend {
   /// Row-wise softmax in place; x: [n_rows][n].
   virtual void softmax(float* x, int64_t n_rows, int64_t n) = 0;
   /// Sizes internal workspaces for steps of up to `max_rows` token rows whose sequences' KV
-  /// views hold up to `max_context` positions, so that later calls within those bounds do not
-  /// allocate (the server's steady state). Calls beyond them still work (workspaces grow).
-  virtual void reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape) = 0;
+  /// views hold up to `max_context` positions in blocks of `block_size`, so that later calls
+  /// within those bounds do not allocate (the server's steady state). Calls beyond them still
+  /// work (workspaces grow).
+  virtual void reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape,
+                       int32_t block_size) = 0;
 };
 
 }  // namespace novaserve

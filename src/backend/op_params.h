@@ -34,19 +34,23 @@ struct RopeParams {
   RopeOrdering ordering = RopeOrdering::kNormal;
 };
 
-/// One sequence's K and V for one layer, in a paged f32 cache (the PagedAttention layout, Kwon et
-/// al. 2023, "Efficient Memory Management for LLM Serving with PagedAttention"). The layer's
-/// storage is a pool of blocks; block b holds `block_size` consecutive positions of every KV head:
-///   k[((b * n_head_kv + h) * block_size + t) * head_dim + d]
-/// is key dim d of KV head h at offset t of block b (same for v). The sequence's position p lives
-/// in block block_table[p / block_size] at offset p % block_size. Within a block each head's keys
-/// are contiguous, so the attention loop streams block_size keys at a time.
+/// One sequence's K and V for one layer, in a paged cache (the PagedAttention layout, Kwon et al.
+/// 2023, "Efficient Memory Management for LLM Serving with PagedAttention"). The layer's storage
+/// is a pool of blocks; block b holds `block_size` consecutive positions of every KV head. Each
+/// (position, KV head) is one row of head_dim values stored as `type` (row_bytes =
+/// ggml_row_bytes(type, head_dim)); the row of KV head h at offset t of block b starts at byte
+///   ((b * n_head_kv + h) * block_size + t) * row_bytes
+/// of k (same for v). The sequence's position p lives in block block_table[p / block_size] at
+/// offset p % block_size. Within a block each head's rows are contiguous, so the attention loop
+/// streams (and, for quantized types, dequantizes) block_size keys at a time.
 struct KvLayerView {
-  float* k = nullptr;                    ///< the layer's K pool (block 0)
-  float* v = nullptr;                    ///< the layer's V pool (block 0)
+  void* k = nullptr;                     ///< the layer's K pool (block 0)
+  void* v = nullptr;                     ///< the layer's V pool (block 0)
   const int32_t* block_table = nullptr;  ///< n_blocks physical block ids, in logical order
   int32_t n_blocks = 0;
   int32_t block_size = 0;  ///< positions per block, >= 1
+  /// Element type: F32, F16, Q8_0 or Q4_0 (the quantized ones need head_dim % 32 == 0).
+  GgmlType type = GgmlType::kF32;
 
   /// Positions the view can hold.
   int64_t capacity() const { return static_cast<int64_t>(n_blocks) * block_size; }

@@ -14,6 +14,7 @@
 #include "engine/bench_runner.h"
 #include "engine/paged_kv_cache.h"
 #include "gguf/gguf_file.h"
+#include "model/kv_view.h"
 #include "model/model_config.h"
 #include "tokenizer/tokenizer.h"
 
@@ -32,6 +33,7 @@ struct BenchFlags {
   std::string csv, json, svg;
   double slo_itl_ms = 0;
   bool exact = false;
+  std::string kv_cache_dtype = "f32";
 };
 
 int fail(std::string message) {
@@ -78,18 +80,21 @@ int run(const BenchFlags& f) {
   auto tok = Tokenizer::from_gguf(*gguf);
   if (!tok.ok()) return fail(f.model + ": " + tok.error().message);
 
+  const auto kv_type = parse_kv_cache_dtype(f.kv_cache_dtype);
+  if (!kv_type) return fail("--kv-cache-dtype must be f32, f16, q8 or q4");
   auto cfg = ModelConfig::from_gguf(*gguf);
   if (!cfg.ok()) return fail(f.model + ": " + cfg.error().message);
   EngineOptions o;
   o.n_threads = f.threads;
   o.kv_cache_memory = f.kv_cache_memory;
+  o.kv_cache_dtype = *kv_type;
   if (o.kv_cache_memory == 0) {
     // Every sequence of the largest point resident at once: batch * ceil((prompt + gen) / 16)
     // blocks.
     const uint64_t max_batch = *std::max_element(f.batch.begin(), f.batch.end());
     const uint64_t max_len = *std::max_element(f.prompt.begin(), f.prompt.end()) + f.gen;
     o.kv_cache_memory = max_batch * ((max_len + o.block_size - 1) / o.block_size) *
-                        PagedKvCache::bytes_per_block(*cfg, o.block_size);
+                        PagedKvCache::bytes_per_block(*cfg, o.block_size, o.kv_cache_dtype);
   }
   o.act_quant = f.exact ? ActQuant::kNone : ActQuant::kQ8;
   o.scheduler.max_num_seqs = *std::max_element(f.batch.begin(), f.batch.end());
@@ -124,7 +129,8 @@ int run(const BenchFlags& f) {
       {"device", f.device},
       {"date", utc_now()},
       {"threads", std::to_string(f.threads)},
-      {"activations", f.exact ? "f32" : "q8"}};
+      {"activations", f.exact ? "f32" : "q8"},
+      {"kv_cache_dtype", f.kv_cache_dtype}};
   if (!f.csv.empty() && !write_file(f.csv, bench_csv(*results))) {
     return fail("cannot write --csv " + f.csv);
   }
@@ -166,6 +172,8 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--slo-itl-ms", f->slo_itl_ms,
                   "recommend the largest batch whose mean inter-token latency meets this");
   cmd->add_flag("--exact", f->exact, "f32 activations (default: 8-bit activations)");
+  cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype, "KV cache type: f32, f16, q8 or q4")
+      ->capture_default_str();
   cmd->callback([f, &exit_code] { exit_code = run(*f); });
 }
 

@@ -13,6 +13,7 @@
 #include "engine/sampler.h"
 #include "engine/sequence_kv_cache.h"
 #include "gguf/gguf_file.h"
+#include "model/kv_view.h"
 #include "model/llama_model.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -35,6 +36,7 @@ struct GenerateOptions {
   bool chat = false;
   int threads = 0;
   bool exact = false;
+  std::string kv_cache_dtype = "f32";
   bool ignore_eos = false;
 };
 
@@ -104,7 +106,9 @@ int run_generate(const GenerateOptions& o) {
                 std::to_string(cfg.n_ctx_train));
   }
   const int64_t max_new = std::min(o.max_tokens, cfg.n_ctx_train - n_prompt);
-  auto kv = SequenceKvCache::create(cfg, n_prompt + max_new);
+  const auto kv_type = parse_kv_cache_dtype(o.kv_cache_dtype);
+  if (!kv_type) return fail("--kv-cache-dtype must be f32, f16, q8 or q4");
+  auto kv = SequenceKvCache::create(cfg, n_prompt + max_new, uint64_t{1} << 36, *kv_type);
   if (!kv.ok()) return fail(kv.error().message);
   const ActQuant mode = o.exact ? ActQuant::kNone : ActQuant::kQ8;
 
@@ -193,6 +197,8 @@ void register_generate(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", opts->threads, "CPU threads; 0 = all cores")->capture_default_str();
   cmd->add_flag("--exact", opts->exact,
                 "f32 activations in every matmul (default: 8-bit activations, faster)");
+  cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype, "KV cache type: f32, f16, q8 or q4")
+      ->capture_default_str();
   cmd->add_flag("--ignore-eos", opts->ignore_eos,
                 "keep generating past end-of-generation tokens (benchmarks)");
   cmd->callback([opts, &exit_code] { exit_code = run_generate(*opts); });

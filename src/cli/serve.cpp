@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "engine/engine.h"
+#include "model/kv_view.h"
 #include "server/serve_flags.h"
 
 namespace novaserve {
@@ -23,6 +24,7 @@ struct EngineFlags {
   int64_t batch_wait_ms = 0;
   int64_t threads = 0;
   bool exact = false;
+  std::string kv_cache_dtype = "f32";
 };
 
 Status in_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
@@ -40,12 +42,18 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   NOVASERVE_RETURN_IF_ERROR(in_range("--max-model-len", f.max_model_len, 0, INT32_MAX));
   NOVASERVE_RETURN_IF_ERROR(in_range("--batch-wait-ms", f.batch_wait_ms, 0, 60000));
   NOVASERVE_RETURN_IF_ERROR(in_range("--threads", f.threads, 0, 1024));
+  const auto kv_type = parse_kv_cache_dtype(f.kv_cache_dtype);
+  if (!kv_type) {
+    return Err(ErrorCode::kInvalidInput,
+               "--kv-cache-dtype must be f32, f16, q8 or q4 (got '" + f.kv_cache_dtype + "')");
+  }
   if (f.kv_cache_memory == 0) {
     return Err(ErrorCode::kInvalidInput, "--kv-cache-memory must be > 0 bytes");
   }
   EngineOptions o;
   o.kv_cache_memory = f.kv_cache_memory;
   o.block_size = static_cast<int32_t>(f.block_size);
+  o.kv_cache_dtype = *kv_type;
   o.scheduler.max_num_seqs = static_cast<int32_t>(f.max_num_seqs);
   o.scheduler.max_num_batched_tokens = static_cast<int32_t>(f.max_num_batched_tokens);
   o.scheduler.max_model_len = static_cast<int32_t>(f.max_model_len);
@@ -64,6 +72,9 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->transform(CLI::AsSizeValue(true))
       ->default_str("512MiB");
   cmd.add_option("--block-size", f.block_size, "tokens per KV block")->capture_default_str();
+  cmd.add_option("--kv-cache-dtype", f.kv_cache_dtype,
+                 "KV cache element type: f32, f16, q8 (q8_0) or q4 (q4_0)")
+      ->capture_default_str();
   cmd.add_option("--max-num-seqs", f.max_num_seqs, "most sequences running in one step")
       ->capture_default_str();
   cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,

@@ -40,7 +40,13 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
                "] (the model's context; got " + std::to_string(sc.max_model_len) + ")");
   }
 
-  const uint64_t per_block = PagedKvCache::bytes_per_block(cfg, options.block_size);
+  if (!kv_type_supported(options.kv_cache_dtype, cfg.head_dim)) {
+    return bad("--kv-cache-dtype " + std::string(ggml_type_traits(options.kv_cache_dtype).name) +
+               " cannot hold this model's KV rows of " + std::to_string(cfg.head_dim) +
+               " values (f32, f16, and q8/q4 when head_dim is a multiple of 32)");
+  }
+  const uint64_t per_block =
+      PagedKvCache::bytes_per_block(cfg, options.block_size, options.kv_cache_dtype);
   const uint64_t blocks = options.kv_cache_memory / per_block;
   if (blocks < 1) {
     return bad("--kv-cache-memory " + std::to_string(options.kv_cache_memory) +
@@ -53,17 +59,19 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
   if (!pool.ok()) return pool.error();
   auto scheduler = Scheduler::create(sc, std::move(pool.value()));
   if (!scheduler.ok()) return scheduler.error();
-  auto kv = PagedKvCache::create(cfg, num_blocks, options.block_size);
+  auto kv = PagedKvCache::create(cfg, num_blocks, options.block_size, options.kv_cache_dtype);
   if (!kv.ok()) return kv.error();
 
-  std::fprintf(
-      stderr,
-      "novaserve engine: KV cache %d blocks of %d tokens = %lld tokens (%.1f MiB f32), "
-      "max %d sequences, %d batched tokens per step, context %d, prefix caching %s, "
-      "%d threads\n",
-      num_blocks, options.block_size, static_cast<long long>(num_blocks) * options.block_size,
-      static_cast<double>(kv->bytes()) / (1 << 20), sc.max_num_seqs, sc.max_num_batched_tokens,
-      sc.max_model_len, sc.enable_prefix_caching ? "on" : "off", (*model)->backend().n_threads());
+  std::fprintf(stderr,
+               "novaserve engine: KV cache %d blocks of %d tokens = %lld tokens (%.1f MiB %s), "
+               "max %d sequences, %d batched tokens per step, context %d, prefix caching %s, "
+               "%d threads\n",
+               num_blocks, options.block_size,
+               static_cast<long long>(num_blocks) * options.block_size,
+               static_cast<double>(kv->bytes()) / (1 << 20),
+               std::string(ggml_type_traits(options.kv_cache_dtype).name).c_str(), sc.max_num_seqs,
+               sc.max_num_batched_tokens, sc.max_model_len, sc.enable_prefix_caching ? "on" : "off",
+               (*model)->backend().n_threads());
 
   std::vector<int32_t> eog;
   for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
@@ -90,7 +98,7 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, PagedKvCache kv,
   // A KV view covers whole blocks: up to max_model_len rounded up to a block.
   const int64_t max_context =
       (static_cast<int64_t>(sc.max_model_len) + block_size_ - 1) / block_size_ * block_size_;
-  model_->reserve(sc.max_num_batched_tokens, max_seqs, max_context);
+  model_->reserve(sc.max_num_batched_tokens, max_seqs, max_context, block_size_);
   forward_seqs_.reserve(max_seqs);
   masked_logits_.resize(n_vocab_);
   incoming_.reserve(max_seqs);

@@ -23,6 +23,8 @@ struct EngineOptions {
   SchedulerConfig scheduler{.max_model_len = 0};
   uint64_t kv_cache_memory = uint64_t{512} << 20;  ///< --kv-cache-memory: bytes of KV blocks
   int32_t block_size = 16;                         ///< --block-size: positions per KV block
+  /// --kv-cache-dtype: element type of the KV cache (F32, F16, Q8_0 or Q4_0).
+  GgmlType kv_cache_dtype = GgmlType::kF32;
   /// --batch-wait-ms: when the engine is idle and a request arrives, wait up to this long for
   /// more requests (until max_num_seqs are queued) before the first step. 0: start at once.
   std::chrono::milliseconds batch_wait{0};

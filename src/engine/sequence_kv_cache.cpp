@@ -2,20 +2,26 @@
 
 #include <string>
 
+#include "engine/paged_kv_cache.h"
+
 namespace novaserve {
 
 Result<SequenceKvCache> SequenceKvCache::create(const ModelConfig& config, int64_t capacity,
-                                                uint64_t max_bytes) {
+                                                uint64_t max_bytes, GgmlType type) {
   // The upper bound keeps the block count an int32 and the byte count below from overflowing.
   if (capacity < 1 || capacity > (int64_t{1} << 31)) {
     return Err(ErrorCode::kInvalidInput,
                "KV cache capacity must be in [1, 2^31] (got " + std::to_string(capacity) + ")");
   }
+  if (!kv_type_supported(type, config.head_dim) || config.n_layer < 1 || config.n_head_kv < 1) {
+    return Err(ErrorCode::kInvalidInput,
+               "KV cache type " + std::string(ggml_type_traits(type).name) +
+                   " cannot hold rows of head_dim " + std::to_string(config.head_dim));
+  }
   const int64_t n_blocks = (capacity + kBlockSize - 1) / kBlockSize;
-  const uint64_t layer_floats = static_cast<uint64_t>(config.kv_dim()) * n_blocks * kBlockSize;
-  const uint64_t total_bytes = 2 * layer_floats * config.n_layer * sizeof(float);
-  if (layer_floats == 0 ||
-      total_bytes / 2 / sizeof(float) / layer_floats != static_cast<uint64_t>(config.n_layer) ||
+  const uint64_t per_block = PagedKvCache::bytes_per_block(config, kBlockSize, type);
+  const uint64_t total_bytes = per_block * static_cast<uint64_t>(n_blocks);
+  if (per_block == 0 || total_bytes / per_block != static_cast<uint64_t>(n_blocks) ||
       total_bytes > max_bytes) {
     return Err(ErrorCode::kInvalidInput, "KV cache for " + std::to_string(capacity) +
                                              " positions needs more than the " +
@@ -23,11 +29,12 @@ Result<SequenceKvCache> SequenceKvCache::create(const ModelConfig& config, int64
   }
   SequenceKvCache c;
   c.capacity_ = capacity;
-  c.layer_stride_ = static_cast<int64_t>(layer_floats);
+  c.type_ = type;
+  c.layer_stride_ = static_cast<int64_t>(total_bytes / 2 / config.n_layer);
   c.block_table_.resize(n_blocks);
   for (int64_t i = 0; i < n_blocks; ++i) c.block_table_[i] = static_cast<int32_t>(i);
-  c.k_.assign(layer_floats * config.n_layer, 0.0f);
-  c.v_.assign(layer_floats * config.n_layer, 0.0f);
+  c.k_.assign(total_bytes / 2, 0);
+  c.v_.assign(total_bytes / 2, 0);
   return c;
 }
 
@@ -47,7 +54,8 @@ KvSequenceView SequenceKvCache::view() {
                         layer_stride_,
                         block_table_.data(),
                         static_cast<int32_t>(block_table_.size()),
-                        kBlockSize};
+                        kBlockSize,
+                        type_};
 }
 
 }  // namespace novaserve

@@ -12,17 +12,19 @@
 
 namespace novaserve {
 
-/// K and V of every layer for up to `capacity` positions of one sequence, f32, in
+/// K and V of every layer for up to `capacity` positions of one sequence, stored as `type`, in
 /// ceil(capacity / kBlockSize) blocks laid out as KvLayerView describes (block i holds positions
-/// i * kBlockSize ..), layers back to back. Memory: 2 * n_layer * kv_dim * (capacity rounded up
-/// to a block) * 4 bytes, allocated once.
+/// i * kBlockSize ..), layers back to back. Memory: PagedKvCache::bytes_per_block per block
+/// (f32: 2 * n_layer * kv_dim * 4 bytes per position), allocated once.
 class SequenceKvCache {
  public:
   static constexpr int32_t kBlockSize = 16;
 
-  /// Errors: kInvalidInput when capacity < 1 or the cache would exceed `max_bytes`.
+  /// Errors: kInvalidInput when capacity < 1, `type` cannot hold the model's KV rows
+  /// (kv_type_supported), or the cache would exceed `max_bytes`.
   static Result<SequenceKvCache> create(const ModelConfig& config, int64_t capacity,
-                                        uint64_t max_bytes = uint64_t{1} << 36);
+                                        uint64_t max_bytes = uint64_t{1} << 36,
+                                        GgmlType type = GgmlType::kF32);
 
   int64_t capacity() const { return capacity_; }
   /// Positions already filled (the next token's position).
@@ -41,10 +43,11 @@ class SequenceKvCache {
 
   int64_t capacity_ = 0;
   int64_t size_ = 0;
-  int64_t layer_stride_ = 0;          // floats per layer in k_ / v_
+  GgmlType type_ = GgmlType::kF32;
+  int64_t layer_stride_ = 0;          // bytes per layer in k_ / v_
   std::vector<int32_t> block_table_;  // identity: 0, 1, 2, ...
-  std::vector<float> k_;
-  std::vector<float> v_;
+  std::vector<uint8_t> k_;
+  std::vector<uint8_t> v_;
 };
 
 }  // namespace novaserve

@@ -71,13 +71,14 @@ void LlamaModel::ensure_capacity(int64_t n_rows, int64_t n_logit_rows) {
   }
 }
 
-void LlamaModel::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context) {
+void LlamaModel::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
+                         int32_t block_size) {
   ensure_capacity(max_rows, max_seqs);
   attn_seqs_.reserve(max_seqs);
   seq_logit_row_.reserve(max_seqs);
   seq_all_logits_.reserve(max_seqs);
   seq_n_tokens_.reserve(max_seqs);
-  backend_->reserve(max_rows, max_context, attn_shape_);
+  backend_->reserve(max_rows, max_context, attn_shape_, block_size);
 }
 
 Status LlamaModel::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
@@ -91,6 +92,11 @@ Status LlamaModel::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
     auto where = [s] { return "sequence " + std::to_string(s) + ": "; };
     if (n == 0) return Err(ErrorCode::kInvalidInput, where() + "no tokens");
     if (seq.pos0 < 0) return Err(ErrorCode::kInvalidInput, where() + "negative position");
+    if (!kv_type_supported(seq.kv.type, c.head_dim)) {
+      return Err(ErrorCode::kInvalidInput,
+                 where() + "KV cache type " + std::string(ggml_type_traits(seq.kv.type).name) +
+                     " cannot hold rows of " + std::to_string(c.head_dim) + " values");
+    }
     if (seq.kv.k == nullptr || seq.kv.v == nullptr || seq.kv.block_table == nullptr ||
         seq.kv.block_size < 1 || static_cast<int64_t>(seq.pos0) + n > seq.kv.capacity()) {
       return Err(ErrorCode::kInvalidInput,

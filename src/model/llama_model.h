@@ -50,9 +50,9 @@ class LlamaModel {
 
   /// Sizes every workspace (here and in the backend) for steps of up to `max_rows` new tokens
   /// over up to `max_seqs` sequences (logits for the last token of each), with KV views of up
-  /// to `max_context` positions, so that such steps never allocate. Optional: forward() grows
-  /// workspaces on demand anyway.
-  void reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context);
+  /// to `max_context` positions in blocks of `block_size`, so that such steps never allocate.
+  /// Optional: forward() grows workspaces on demand anyway.
+  void reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context, int32_t block_size);
 
   /// Logits (n_vocab floats) of the last forward(): sequence `seq`'s new token `token`
   /// (-1 = the last one). Non-last tokens are available only when that sequence asked for

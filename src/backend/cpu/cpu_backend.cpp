@@ -17,7 +17,8 @@ constexpr int32_t kAttentionRowsPerTask = 16;
 
 }  // namespace
 
-CpuBackend::CpuBackend(int n_threads) : pool_(n_threads), scratch_(pool_.size()) {}
+CpuBackend::CpuBackend(int n_threads)
+    : pool_(n_threads), scratch_(pool_.size()), kv_scratch_(pool_.size()) {}
 
 template <typename Fn>
 void CpuBackend::for_rows(int64_t n_rows, int64_t row_cost, const Fn& fn) {
@@ -76,10 +77,15 @@ void CpuBackend::store_kv(const float* k, const float* v, const AttentionSeq* se
 void CpuBackend::attention(const float* q, const AttentionSeq* seqs, int32_t n_seqs,
                            const AttentionShape& shape, float* out) {
   int64_t max_keys = 0;
+  int64_t max_block_values = 0;  // one block of one head, for dequantizing a non-f32 cache
   tasks_.clear();  // keeps its capacity: no allocation once the largest batch has been seen
   for (int32_t s = 0; s < n_seqs; ++s) {
     const AttentionSeq& seq = seqs[s];
     max_keys = std::max<int64_t>(max_keys, static_cast<int64_t>(seq.pos0) + seq.n_new);
+    if (seq.kv.type != GgmlType::kF32) {
+      max_block_values = std::max<int64_t>(
+          max_block_values, static_cast<int64_t>(seq.kv.block_size) * shape.head_dim);
+    }
     // A block of rows of a sequence is itself a valid AttentionSeq: its first row sits at
     // position pos0 + r0 and sees the same keys as in the whole-sequence call.
     for (int32_t r0 = 0; r0 < seq.n_new; r0 += kAttentionRowsPerTask) {
@@ -99,6 +105,9 @@ void CpuBackend::attention(const float* q, const AttentionSeq* seqs, int32_t n_s
       buf.resize(cap);
     }
   }
+  for (auto& buf : kv_scratch_) {
+    if (static_cast<int64_t>(buf.size()) < max_block_values) buf.resize(max_block_values);
+  }
   struct Ctx {
     CpuBackend* self;
     const float* q;
@@ -108,7 +117,7 @@ void CpuBackend::attention(const float* q, const AttentionSeq* seqs, int32_t n_s
   pool_.parallel_for(static_cast<int64_t>(tasks_.size()), [&ctx](int64_t t, int thread) {
     const AttentionTask& task = ctx.self->tasks_[t];
     cpu::attention_head(ctx.q, task.seq, ctx.shape, task.head, ctx.out,
-                        ctx.self->scratch_[thread].data());
+                        ctx.self->scratch_[thread].data(), ctx.self->kv_scratch_[thread].data());
   });
 }
 
@@ -118,12 +127,17 @@ void CpuBackend::swiglu(const float* gate, const float* up, int64_t n_rows, int6
            [&](int64_t r) { cpu::swiglu_row(gate + r * dim, up + r * dim, dim, out + r * dim); });
 }
 
-void CpuBackend::reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape) {
+void CpuBackend::reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape,
+                         int32_t block_size) {
   // attention() makes at most one task per (16-row block, head) of each sequence, and each
   // sequence has at least one row: <= max_rows * n_head tasks.
   tasks_.reserve(static_cast<size_t>(max_rows) * shape.n_head);
   for (auto& buf : scratch_) {
     if (static_cast<int64_t>(buf.size()) < max_context) buf.resize(max_context);
+  }
+  const int64_t block_values = static_cast<int64_t>(block_size) * shape.head_dim;
+  for (auto& buf : kv_scratch_) {
+    if (static_cast<int64_t>(buf.size()) < block_values) buf.resize(block_values);
   }
 }
 

@@ -36,7 +36,8 @@ class CpuBackend final : public Backend {
                  const AttentionShape& shape, float* out) override;
   void swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim, float* out) override;
   void softmax(float* x, int64_t n_rows, int64_t n) override;
-  void reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape) override;
+  void reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape,
+               int32_t block_size) override;
 
  private:
   // Calls fn(row) for rows [0, n_rows), split across threads when n_rows * row_cost is large.
@@ -44,7 +45,8 @@ class CpuBackend final : public Backend {
   void for_rows(int64_t n_rows, int64_t row_cost, const Fn& fn);
 
   ThreadPool pool_;
-  std::vector<std::vector<float>> scratch_;  // per thread: attention scores
+  std::vector<std::vector<float>> scratch_;     // per thread: attention scores
+  std::vector<std::vector<float>> kv_scratch_;  // per thread: one dequantized KV block
   struct AttentionTask {
     AttentionSeq seq;  // a block of query rows of one sequence
     int32_t head;

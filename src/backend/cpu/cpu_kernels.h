@@ -29,15 +29,18 @@ void rope_row(float* x, int32_t n_heads, int32_t head_dim, int32_t n_rot, RopeOr
               const float* table);
 
 /// Copies the new K/V rows of one sequence into its cache: row i (k + (row_begin + i) * kv_dim,
-/// kv_dim = n_head_kv * head_dim) goes to position pos0 + i of every KV head.
+/// kv_dim = n_head_kv * head_dim) goes to position pos0 + i of every KV head, converted to the
+/// cache's type (quantize_row for F16, Q8_0, Q4_0).
 void store_kv_seq(const float* k, const float* v, const AttentionSeq& seq, const AttentionShape& s);
 
 /// Causal attention of query head `h` for every new row of one sequence: row i attends to
 /// positions 0 .. pos0 + i of the cache (already stored). q and out rows are q_dim =
 /// n_head * head_dim floats apart; the head's slice is at h * head_dim. out = softmax(scale *
-/// q k^T) v, softmax in f32 with max subtraction. `scratch` holds >= pos0 + n_new floats.
+/// q k^T) v, softmax in f32 with max subtraction. `scratch` holds >= pos0 + n_new floats;
+/// `kv_scratch` holds block_size * head_dim floats (one block of one head, dequantized there when
+/// the cache type is not F32; unused for F32).
 void attention_head(const float* q, const AttentionSeq& seq, const AttentionShape& s, int32_t h,
-                    float* out, float* scratch);
+                    float* out, float* scratch, float* kv_scratch);
 
 /// out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)) (Shazeer 2020, GLU variants).
 void swiglu_row(const float* gate, const float* up, int64_t n, float* out);

@@ -211,6 +211,48 @@ TEST(CpuOpsTest, PagedAttentionWithScatteredBlocksMatchesOneBlockBitForBit) {
   }
 }
 
+TEST(CpuOpsTest, QuantizedKvCacheAttentionStaysCloseToF32) {
+  // GQA 4 on 2 KV heads, head_dim 64, 50 positions in blocks of 16 (the last one partial). The
+  // NMSE bounds follow from each format's rounding step on unit-variance data: f16 keeps 11
+  // significant bits (~1e-7), Q8_0 steps by max/127 per 32 values (~3e-5 on K and V), Q4_0 by
+  // max/8 (~1e-2); softmax and the weighted sum average the error down further.
+  AttentionShape shape{4, 2, 64, 0.125f};
+  const int64_t q_dim = 256, kv_dim = 128, n = 50;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> q(n * q_dim), k(n * kv_dim), v(n * kv_dim);
+  for (auto* vec : {&q, &k, &v}) {
+    for (auto& x : *vec) x = dist(rng);
+  }
+  const int32_t table[] = {2, 0, 3, 1};
+  CpuBackend b(2);
+  auto run = [&](GgmlType type) {
+    const size_t row_bytes = *ggml_row_bytes(type, 64);
+    std::vector<uint8_t> kc(4 * 2 * 16 * row_bytes), vc(kc.size());
+    AttentionSeq seq{0, static_cast<int32_t>(n), 0,
+                     KvLayerView{kc.data(), vc.data(), table, 4, 16, type}};
+    b.store_kv(k.data(), v.data(), &seq, 1, shape);
+    std::vector<float> out(n * q_dim);
+    b.attention(q.data(), &seq, 1, shape, out.data());
+    return out;
+  };
+  const std::vector<float> ref = run(GgmlType::kF32);
+  for (const auto& [type, bound] :
+       {std::pair{GgmlType::kF16, 1e-5}, {GgmlType::kQ8_0, 1e-3}, {GgmlType::kQ4_0, 5e-2}}) {
+    const std::vector<float> got = run(type);
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      err += (got[i] - ref[i]) * double(got[i] - ref[i]);
+      norm += double(ref[i]) * ref[i];
+    }
+    const double nmse = err / norm;
+    EXPECT_LT(nmse, bound) << ggml_type_traits(type).name;
+    EXPECT_GT(nmse, 0.0) << ggml_type_traits(type).name << " should round something";
+    std::printf("[ kv cache ] %s attention NMSE %.2e (bound %.0e)\n",
+                std::string(ggml_type_traits(type).name).c_str(), nmse, bound);
+  }
+}
+
 TEST(CpuOpsTest, SwigluAndSoftmax) {
   CpuBackend b(1);
   const std::vector<float> gate = {0, 1, -2};

@@ -271,6 +271,32 @@ TEST_F(EngineTest, MinTokensSuppressesEndOfGeneration) {
   for (int32_t t : got.tokens) EXPECT_FALSE(tokenizer_->is_eog(t)) << t;
 }
 
+TEST_F(EngineTest, QuantizedKvCacheHoldsMoreBlocksAndServes) {
+  // SmolLM2: 3 KV heads of 64 per layer. A row of 64 values takes 256 bytes in f32, 128 in f16,
+  // 68 in q8_0 and 36 in q4_0, so the same memory holds that many times more blocks.
+  const uint64_t memory = uint64_t{64} << 20;
+  const uint64_t f32_block = 2 * 30 * 3 * 16 * 256;
+  for (const auto& [type, row_bytes] : {std::pair{GgmlType::kF32, 256},
+                                        {GgmlType::kF16, 128},
+                                        {GgmlType::kQ8_0, 68},
+                                        {GgmlType::kQ4_0, 36}}) {
+    EngineOptions o;
+    o.kv_cache_memory = memory;
+    o.kv_cache_dtype = type;
+    auto e = make(o);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->stats().kv_blocks_total,
+              static_cast<int64_t>(memory / (f32_block / 256 * row_bytes)))
+        << ggml_type_traits(type).name;
+    Collector c;
+    ASSERT_TRUE(e->submit(request(1, kTexts[0], 6, c)).ok());
+    ASSERT_TRUE(c.wait(1));
+    EXPECT_EQ(c.get(1).finish, FinishReason::kLength) << ggml_type_traits(type).name;
+    EXPECT_EQ(c.get(1).tokens.size(), 6u);
+    expect_idle(*e);
+  }
+}
+
 TEST_F(EngineTest, SubmitRejectsWhatCanNeverRun) {
   EngineOptions o;
   o.kv_cache_memory = 4 * 2 * 30 * 192 * 16 * sizeof(float);  // 4 blocks = 64 positions

@@ -25,12 +25,33 @@ TEST(SequenceKvCacheTest, LayoutIsPagedWithIdentityBlockTable) {
   EXPECT_EQ(v.block_size, 16);
   EXPECT_EQ(v.capacity(), 48);
   for (int32_t b = 0; b < 3; ++b) EXPECT_EQ(v.block_table[b], b);
-  EXPECT_EQ(v.layer_stride, 2 * 8 * 48);  // kv_dim * padded capacity floats per layer
+  EXPECT_EQ(v.layer_stride, 2 * 8 * 48 * 4);  // kv_dim * padded capacity f32 bytes per layer
   const KvLayerView l2 = v.layer(2);
-  EXPECT_EQ(l2.k, v.k + 2 * v.layer_stride);
-  EXPECT_EQ(l2.v, v.v + 2 * v.layer_stride);
+  EXPECT_EQ(l2.k, static_cast<uint8_t*>(v.k) + 2 * v.layer_stride);
+  EXPECT_EQ(l2.v, static_cast<uint8_t*>(v.v) + 2 * v.layer_stride);
+  EXPECT_EQ(l2.type, GgmlType::kF32);
   EXPECT_EQ(l2.block_table, v.block_table);
   EXPECT_EQ(l2.capacity(), 48);
+}
+
+TEST(SequenceKvCacheTest, QuantizedTypesShrinkTheLayer) {
+  ModelConfig c = small_config();
+  c.head_dim = 64;  // Q8_0/Q4_0 rows need a multiple of 32
+  // Per layer and position: 2 KV heads * one row of 64 values.
+  const std::pair<GgmlType, int64_t> rows[] = {{GgmlType::kF32, 256},
+                                               {GgmlType::kF16, 128},
+                                               {GgmlType::kQ8_0, 68},   // 2 blocks of 34 bytes
+                                               {GgmlType::kQ4_0, 36}};  // 2 blocks of 18 bytes
+  for (const auto& [type, row_bytes] : rows) {
+    auto kv = SequenceKvCache::create(c, 16, uint64_t{1} << 30, type);
+    ASSERT_TRUE(kv.ok()) << ggml_type_traits(type).name;
+    EXPECT_EQ(kv->view().layer_stride, 2 * 16 * row_bytes) << ggml_type_traits(type).name;
+    EXPECT_EQ(kv->view().type, type);
+  }
+  // head_dim 8 cannot be split into 32-value blocks; K-quants are not KV types.
+  EXPECT_FALSE(
+      SequenceKvCache::create(small_config(), 16, uint64_t{1} << 30, GgmlType::kQ8_0).ok());
+  EXPECT_FALSE(SequenceKvCache::create(c, 16, uint64_t{1} << 30, GgmlType::kQ4_K).ok());
 }
 
 TEST(SequenceKvCacheTest, AdvanceTracksSizeAndRejectsOverflow) {
