@@ -6,7 +6,7 @@ BIN := build/novaserve
 FUZZ_SECONDS ?= 20
 export NOVASERVE_SHARED_DIR ?= $(abspath ../shared)
 
-.PHONY: setup build run test unit fuzz bench bench-serve format clean
+.PHONY: setup build build-bin run test unit fuzz bench bench-serve format clean
 
 setup:
 	tools/setup.sh
@@ -15,7 +15,12 @@ build: setup
 	cmake --preset cpu >/dev/null
 	cmake --build --preset cpu
 
-run: build
+# Only the server binary: what `make run` needs (the tests build with `make build`).
+build-bin: setup
+	cmake --preset cpu >/dev/null
+	cmake --build --preset cpu --target novaserve
+
+run: build-bin
 	@echo "serving $(MODEL) on http://$(HOST):$(PORT) (Ctrl-C drains and stops). Try:"
 	@echo "  curl http://$(HOST):$(PORT)/v1/chat/completions -H 'Content-Type: application/json' \\"
 	@echo "    -d '{\"messages\":[{\"role\":\"user\",\"content\":\"What is the capital of France?\"}]}'"
@@ -34,7 +39,7 @@ test: unit fuzz
 bench: build
 	tools/bench_cpu.sh
 
-bench-serve: build
+bench-serve: build-bin
 	.venv/bin/python tools/bench_serve.py --binary $(BIN) --model $(MODEL)
 
 format:
