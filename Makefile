@@ -6,7 +6,7 @@ BIN := build/novaserve
 FUZZ_SECONDS ?= 20
 export NOVASERVE_SHARED_DIR ?= $(abspath ../shared)
 
-.PHONY: setup build build-bin run test unit fuzz bench bench-serve format clean
+.PHONY: check-gpu check-gpu-all setup build build-bin run test unit fuzz bench bench-serve format clean
 
 setup:
 	tools/setup.sh
@@ -34,7 +34,15 @@ fuzz: setup
 	cmake --build --preset fuzz
 	tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
-test: unit fuzz
+# Every GPU source compiled by nvcc (sm_90) and hipcc (gfx90a, -Werror); no GPU needed.
+check-gpu: setup
+	tools/check_gpu_compile.sh
+
+# The full arch matrix: sm_90 + sm_80, gfx90a + gfx940.
+check-gpu-all: setup
+	tools/check_gpu_compile.sh --all
+
+test: unit fuzz check-gpu
 
 bench: build
 	tools/bench_cpu.sh

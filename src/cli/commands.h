@@ -39,4 +39,10 @@ void register_serve(CLI::App& app, int& exit_code);
 /// an unwritable output file).
 void register_bench(CLI::App& app, int& exit_code);
 
+/// Adds `synth --preset NAME --type T -o FILE [--seed S] [--threads N] [--tokenizer F]`: writes
+/// a GGUF of a named architecture with deterministic random weights (src/model/synth.h). Sets
+/// `exit_code` to 0, to 2 after a one-line error on stderr for bad flags (unknown preset or type,
+/// missing tokenizer source), or to 1 when the output cannot be written.
+void register_synth(CLI::App& app, int& exit_code);
+
 }  // namespace novaserve

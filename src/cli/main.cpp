@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   novaserve::register_inspect(app, exit_code);
   novaserve::register_generate(app, exit_code);
   novaserve::register_tokenize(app, exit_code);
+  novaserve::register_synth(app, exit_code);
   novaserve::register_serve(app, exit_code);
   novaserve::register_bench(app, exit_code);
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds, on the development machine, what bench/gpu/run.sh runs on a GPU machine, into
+# build-gpucarry/ (git-ignored), for the device tool's `carry`. Usage: bench/gpu/build_carry.sh
+#
+#   bin/gpu_op_test   the GPU op tests (CUDA, sm_90)
+#   bin/novaserve     the CLI (for `synth` on the GPU machine: an 8B file is too big to carry),
+#   lib/              with the two shared libraries it needs that the GPU image lacks
+#   shared/testdata/tokenizers/   the vocab GGUFs of the synth presets (NOVASERVE_SHARED_DIR)
+#
+# Why build here: the GPU machines have CUDA 13, cmake and ninja but none of the Debian -dev
+# packages the project configures against (nlohmann-json, CLI11, PCRE2, GoogleTest, Boost,
+# prometheus-cpp), so the cuda preset cannot configure there. The test binary links GoogleTest
+# and the CUDA runtime statically and drops unused shared libraries (--as-needed), so it needs
+# only glibc, libstdc++, libgcc and cuBLAS (part of CUDA 13) at run time; this script checks that.
+set -eu
+cd "$(dirname "$0")/../.."
+
+cmake --preset cuda >/dev/null
+ninja -C build-cuda -j2 gpu_op_test novaserve
+
+CARRY=build-gpucarry
+rm -rf "$CARRY"
+mkdir -p "$CARRY/bin" "$CARRY/lib" "$CARRY/shared/testdata/tokenizers"
+cp build-cuda/gpu_op_test build-cuda/novaserve "$CARRY/bin/"
+strip "$CARRY/bin/gpu_op_test" "$CARRY/bin/novaserve"
+for lib in libprometheus-cpp-core.so.1.0 libpcre2-8.so.0; do
+  cp -L "$(ldd build-cuda/novaserve | awk -v l="$lib" '$1 == l {print $3}')" "$CARRY/lib/$lib"
+done
+VOCABS=${NOVASERVE_SHARED_DIR:-../shared}/testdata/tokenizers
+cp "$VOCABS/ggml-vocab-llama-bpe.gguf" "$VOCABS/ggml-vocab-qwen2.gguf" \
+  "$CARRY/shared/testdata/tokenizers/"
+
+# Every shared library must be one the GPU machine has.
+bad=$(ldd "$CARRY/bin/gpu_op_test" | awk '{print $1}' |
+  grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|lib(c|m|dl|rt|pthread|stdc\+\+|gcc_s)\.so|libcublas(Lt)?\.so\.13)' ||
+  true)
+if [ -n "$bad" ]; then
+  echo "build_carry: unexpected shared libraries: $bad" >&2
+  exit 1
+fi
+missing=$(LD_LIBRARY_PATH=$CARRY/lib ldd "$CARRY/bin/novaserve" | awk '{print $1}' |
+  grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|lib(c|m|stdc\+\+|gcc_s)\.so|libprometheus-cpp-core|libpcre2-8)' ||
+  true)
+if [ -n "$missing" ]; then
+  echo "build_carry: novaserve needs unexpected shared libraries: $missing" >&2
+  exit 1
+fi
+echo "build_carry: $CARRY is $(du -sh "$CARRY" | cut -f1); gpu_op_test needs:"
+ldd "$CARRY/bin/gpu_op_test" | awk '{print "  " $1}'

@@ -1,0 +1,115 @@
+# GPU backends: one kernel source (src/backend/gpu/*.cu) for CUDA (nvcc) and HIP (hipcc).
+# Included from the top-level CMakeLists.txt after novaserve_core is defined. Both options are
+# off by default, so the CPU build and CI never need a GPU toolchain.
+#
+#   NOVASERVE_CUDA  novaserve_gpu (static lib, cuBLAS) + gpu_op_test; arch from
+#                   CMAKE_CUDA_ARCHITECTURES (default 90: H100/H200).
+#   NOVASERVE_HIP   novaserve_gpu_hip (static lib) + gpu_op_test_hip, compiled by calling hipcc
+#                   directly: CMake 3.25's LANGUAGE HIP does not find Debian's hip-lang config.
+#                   Arch list from NOVASERVE_HIP_ARCHS (default gfx90a: MI200). gpu_blas.cu is
+#                   left out because hipBLAS is not packaged in Debian bookworm.
+#
+# tools/check_gpu_compile.sh is the fast compile-only check that `make test` runs; it does not
+# need these options.
+
+option(NOVASERVE_CUDA "Build the CUDA backend and its op tests (needs nvcc)" OFF)
+option(NOVASERVE_HIP "Build the HIP backend and its op tests (needs hipcc)" OFF)
+set(NOVASERVE_HIP_ARCHS "gfx90a" CACHE STRING "Semicolon-separated --offload-arch list for HIP")
+
+file(GLOB NOVASERVE_GPU_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/gpu/*.cu)
+set(NOVASERVE_GPU_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+
+if(NOVASERVE_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    # CMake 3.25 does not know nvcc's C++20 flag (nvcc accepts it since CUDA 12).
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
+
+  # The top-level add_compile_options() are GCC flags that nvcc rejects: pass them to the host
+  # compiler instead.
+  string(REPLACE ";" "," _novaserve_xcompiler "${NOVASERVE_GPU_WARNINGS}")
+  function(novaserve_cuda_target target)
+    set_property(TARGET ${target} PROPERTY COMPILE_OPTIONS "")
+    set_target_properties(${target} PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON
+                                               CUDA_EXTENSIONS OFF)
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${_novaserve_xcompiler}>
+      $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
+  endfunction()
+
+  add_library(novaserve_gpu STATIC ${NOVASERVE_GPU_SOURCES})
+  novaserve_cuda_target(novaserve_gpu)
+  target_compile_definitions(novaserve_gpu PUBLIC NOVASERVE_GPU_HAS_BLAS=1)
+  target_link_libraries(novaserve_gpu PUBLIC novaserve_core CUDA::cudart_static CUDA::cublas)
+
+  if(NOVASERVE_TESTS)
+    find_package(GTest REQUIRED)
+    add_executable(gpu_op_test ${CMAKE_SOURCE_DIR}/tests/gpu/gpu_op_test.cu)
+    novaserve_cuda_target(gpu_op_test)
+    target_link_libraries(gpu_op_test PRIVATE novaserve_gpu GTest::gtest GTest::gtest_main)
+    # Drop shared libraries the test does not use (PCRE2 via novaserve_core), so the binary can
+    # be carried to GPU machines that lack them.
+    target_link_options(gpu_op_test PRIVATE -Wl,--as-needed)
+    add_test(NAME gpu.op_test COMMAND gpu_op_test)
+  endif()
+endif()
+
+if(NOVASERVE_HIP)
+  find_program(NOVASERVE_HIPCC hipcc REQUIRED)
+  find_library(NOVASERVE_AMDHIP64 amdhip64 REQUIRED)
+  # -ffp-contract=off: HIP's __fmul_rn/__fadd_rn are plain operators, and hipcc fuses a*b+c by
+  # default; the kernels' bit-exact decode (weight_decode.h) needs the roundings kept.
+  set(_novaserve_hip_flags -std=c++20 -O3 -fPIC -ffp-contract=off -I${CMAKE_SOURCE_DIR}/src
+      ${NOVASERVE_GPU_WARNINGS})
+  foreach(arch ${NOVASERVE_HIP_ARCHS})
+    list(APPEND _novaserve_hip_flags --offload-arch=${arch})
+  endforeach()
+
+  set(_novaserve_hip_objects "")
+  foreach(src ${NOVASERVE_GPU_SOURCES})
+    get_filename_component(name ${src} NAME_WE)
+    if(name STREQUAL "gpu_blas")
+      continue()  # hipBLAS is not in Debian bookworm
+    endif()
+    set(obj ${CMAKE_BINARY_DIR}/hip/${name}.o)
+    add_custom_command(
+      OUTPUT ${obj}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/hip
+      COMMAND ${NOVASERVE_HIPCC} -x hip ${_novaserve_hip_flags} -MD -MF ${obj}.d -c ${src} -o ${obj}
+      DEPENDS ${src}
+      DEPFILE ${obj}.d
+      COMMENT "hipcc ${name}.cu"
+      VERBATIM)
+    list(APPEND _novaserve_hip_objects ${obj})
+  endforeach()
+  add_library(novaserve_gpu_hip STATIC ${_novaserve_hip_objects})
+  set_target_properties(novaserve_gpu_hip PROPERTIES LINKER_LANGUAGE CXX)
+  target_link_libraries(novaserve_gpu_hip PUBLIC novaserve_core ${NOVASERVE_AMDHIP64})
+
+  if(NOVASERVE_TESTS)
+    find_package(GTest REQUIRED)
+    # The test file is host code only (its kernels are in the library). clang 15's HIP mode
+    # crashes on GoogleTest's headers in C++20, so it is compiled as plain C++ with HIP headers.
+    set(test_obj ${CMAKE_BINARY_DIR}/hip/gpu_op_test.o)
+    add_custom_command(
+      OUTPUT ${test_obj}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/hip
+      COMMAND ${NOVASERVE_HIPCC} -x c++ -D__HIP_PLATFORM_AMD__ -DNOVASERVE_GPU_HIP=1
+              ${_novaserve_hip_flags} -MD -MF ${test_obj}.d
+              -c ${CMAKE_SOURCE_DIR}/tests/gpu/gpu_op_test.cu -o ${test_obj}
+      DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/gpu_op_test.cu
+      DEPFILE ${test_obj}.d
+      COMMENT "hipcc gpu_op_test.cu (host)"
+      VERBATIM)
+    add_executable(gpu_op_test_hip ${test_obj})
+    set_target_properties(gpu_op_test_hip PROPERTIES LINKER_LANGUAGE CXX)
+    target_link_libraries(gpu_op_test_hip PRIVATE novaserve_gpu_hip GTest::gtest GTest::gtest_main)
+    add_test(NAME gpu.op_test_hip COMMAND gpu_op_test_hip)
+  endif()
+endif()

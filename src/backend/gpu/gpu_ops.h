@@ -1,0 +1,65 @@
+// Host entry points of the GPU ops: one launch each on `stream`, on device pointers and the plain
+// structs of backend/op_params.h. Shapes and semantics are those of the same-named Backend ops
+// (backend/backend.h) and CPU kernels (backend/cpu/cpu_kernels.h, cpu/matmul.h), which are the
+// reference the op tests (tests/gpu/gpu_op_test.cu) compare against.
+//
+// Every launcher is asynchronous (it never synchronizes), allocates nothing (so it may be
+// captured into a CUDA/HIP graph), and returns kInternal naming the kernel when the launch
+// fails, kUnsupported for a weight type without a kernel, kInvalidInput for a negative size.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/gpu/vendor.h"
+#include "backend/op_params.h"
+#include "common/result.h"
+
+namespace novaserve::gpu {
+
+/// out[r] = row ids[r] of `table` decoded to f32: out [n][table.n_in]. ids must lie in
+/// [0, table.n_out) (the caller validates). Types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+/// Q4_K, Q5_K, Q6_K; values are bit-identical to cpu::embed_row.
+Status embed(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out,
+             cudaStream_t stream);
+
+/// Per row: x += delta (when delta is not null), out = (x * r) * w with
+/// r = 1 / sqrt(mean(x^2) + eps) (cpu::add_rms_norm_row; Zhang & Sennrich 2019).
+/// x, delta, out: [n_rows][dim]; w: [dim]. The sum of squares is a float tree reduction (the
+/// CPU sums in double), r is computed in double.
+Status add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows, int64_t dim,
+                    float eps, float* out, cudaStream_t stream);
+
+/// x[r][i] += bias[i]; x: [n_rows][dim].
+Status add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim, cudaStream_t stream);
+
+/// table[r] = cos (first n_rot/2) and sin (next n_rot/2) of the RoPE angles of position pos[r]
+/// (cpu::rope_table_row; RopeParams gives the formula). Computed in double like the CPU.
+/// p.freq_factors, when not null, is a device pointer to n_rot/2 floats. table: [n_rows][n_rot].
+Status rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p, float* table,
+                  cudaStream_t stream);
+
+/// Rotates the first n_rot dims of every head of every row in place (cpu::rope_row), pairing
+/// (2i, 2i+1) for kNormal and (i, i + n_rot/2) for kNeox. x: [n_rows][n_heads * head_dim];
+/// table from rope_table for the same rows.
+Status rope(float* x, int64_t n_rows, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+            RopeOrdering ordering, const float* table, cudaStream_t stream);
+
+/// out = silu(gate) * up, silu(g) = g / (1 + exp(-g)) (Shazeer 2020). [n_rows][dim] each.
+Status swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim, float* out,
+              cudaStream_t stream);
+
+/// Decode GEMV: y[r][o] = sum_i x[r][i] * W[o][i] for r < n_rows (small: a decode batch).
+/// One warp per (row, output): lanes stride over i, decoding weights on the fly (types as
+/// embed), f32 accumulation, then one warp reduction. Each output's order of operations depends
+/// only on its own row and n_in, never on n_rows (batch invariance on the GPU). x:
+/// [n_rows][w.n_in], y: [n_rows][w.n_out], must not alias.
+Status gemv(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, cudaStream_t stream);
+
+/// Decodes all of `w` to fp16 bits: out [w.n_out][w.n_in] (for prefill GEMMs through BLAS).
+/// Values beyond the fp16 range become +-inf (round-to-nearest-even).
+Status dequantize_to_f16(const WeightMatrix& w, __half* out, cudaStream_t stream);
+
+/// out[i] = f32 -> fp16 (round-to-nearest-even) for i < n.
+Status convert_f32_to_f16(const float* x, int64_t n, __half* out, cudaStream_t stream);
+
+}  // namespace novaserve::gpu

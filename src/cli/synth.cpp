@@ -1,0 +1,142 @@
+// `novaserve synth --preset NAME --type T -o FILE`: a GGUF with a named architecture and
+// deterministic random weights (src/model/synth.h).
+#include "model/synth.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace novaserve {
+namespace {
+
+struct SynthFlags {
+  std::string preset;
+  std::string type;
+  std::string output;
+  int64_t seed = 0;
+  int threads = 0;
+  std::string tokenizer;
+};
+
+int fail(int code, const std::string& message) {
+  std::string line = message;
+  std::replace(line.begin(), line.end(), '\n', ' ');  // the error contract is one line
+  std::fprintf(stderr, "novaserve synth: error: %s\n", line.c_str());
+  return code;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+// Where the preset's tokenizer source may be, most specific first: the repo's models/ folder
+// for the default model, the shared test data for vocab files (NOVASERVE_SHARED_DIR, then
+// ../shared and ./shared next to the source tree, the working directory and the binary's
+// build folder).
+std::vector<std::filesystem::path> tokenizer_candidates(const SynthPreset& p) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  const fs::path cwd = fs::current_path(ec);
+  std::vector<fs::path> roots;  // source-tree roots
+  const std::string src = env_or("NOVASERVE_SOURCE_DIR", "");
+  if (!src.empty()) roots.emplace_back(src);
+  roots.push_back(cwd);
+  if (!exe_dir.empty()) roots.push_back(exe_dir.parent_path());
+  const std::string file(p.tokenizer_file);
+  std::vector<fs::path> out;
+  if (p.tokenizer_is_model) {
+    for (const auto& r : roots) out.push_back(r / "models" / file);
+    return out;
+  }
+  const std::string shared = env_or("NOVASERVE_SHARED_DIR", "");
+  if (!shared.empty()) out.push_back(fs::path(shared) / "testdata/tokenizers" / file);
+  for (const auto& r : roots) {
+    out.push_back(r / "shared/testdata/tokenizers" / file);
+    out.push_back(r.parent_path() / "shared/testdata/tokenizers" / file);
+  }
+  return out;
+}
+
+int run_synth(const SynthFlags& f) {
+  const SynthPreset* preset = find_synth_preset(f.preset);
+  if (preset == nullptr) {
+    return fail(2, "unknown --preset '" + f.preset + "' (presets: " + synth_preset_names() + ")");
+  }
+  std::string type_name = f.type;
+  std::transform(type_name.begin(), type_name.end(), type_name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto type = ggml_type_from_name(type_name);
+  if (!type || !synth_type_supported(*type)) {
+    return fail(2, "unsupported --type '" + f.type +
+                       "' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k)");
+  }
+  if (f.threads < 0) return fail(2, "--threads must be >= 0 (0 = all cores)");
+  if (f.seed < 0) return fail(2, "--seed must be >= 0");
+
+  SynthOptions o;
+  o.preset = f.preset;
+  o.type = *type;
+  o.seed = static_cast<uint64_t>(f.seed);
+  o.n_threads = f.threads;
+  o.tokenizer_source = f.tokenizer;
+  if (o.tokenizer_source.empty()) {
+    std::string tried;
+    for (const auto& c : tokenizer_candidates(*preset)) {
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(c, ec)) {
+        o.tokenizer_source = c.string();
+        break;
+      }
+      tried += (tried.empty() ? "" : ", ") + c.string();
+    }
+    if (o.tokenizer_source.empty()) {
+      return fail(2, "cannot find " + std::string(preset->tokenizer_file) + " for preset " +
+                         f.preset + " (tried " + tried + "); pass --tokenizer FILE");
+    }
+  }
+
+  auto r = write_synth_gguf(f.output, o);
+  if (!r.ok()) {
+    const bool usage = r.error().code != ErrorCode::kIo && r.error().code != ErrorCode::kInternal;
+    return fail(usage ? 2 : 1, r.error().message);
+  }
+  std::fprintf(stderr,
+               "novaserve synth: wrote %s: preset %s, type %s, %zu tensors, %.3f B params, "
+               "%.2f GiB in %.1f s (%.0f MB/s)\n",
+               f.output.c_str(), f.preset.c_str(), type_name.c_str(), r->n_tensors,
+               static_cast<double>(r->n_params) * 1e-9,
+               static_cast<double>(r->file_bytes) / (1024.0 * 1024.0 * 1024.0), r->seconds,
+               static_cast<double>(r->file_bytes) * 1e-6 / std::max(r->seconds, 1e-9));
+  return 0;
+}
+
+}  // namespace
+
+void register_synth(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "synth", "Write a GGUF of a named architecture with deterministic random weights");
+  auto f = std::make_shared<SynthFlags>();
+  cmd->add_option("--preset", f->preset, "Architecture: " + synth_preset_names())->required();
+  cmd->add_option("--type", f->type,
+                  "Matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k")
+      ->required();
+  cmd->add_option("-o,--output", f->output, "Output GGUF path")->required();
+  cmd->add_option("--seed", f->seed, "Random seed (same seed, same bytes)");
+  cmd->add_option("--threads", f->threads, "Generator threads (0 = all cores)");
+  cmd->add_option("--tokenizer", f->tokenizer,
+                  "GGUF to copy tokenizer.* keys from (default: the preset's file, searched in "
+                  "models/ or the shared testdata/tokenizers)");
+  cmd->callback([f, &exit_code] { exit_code = run_synth(*f); });
+}
+
+}  // namespace novaserve

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# CLI test for `novaserve synth`. Usage: synth.sh NOVASERVE_BINARY
+# A smollm2-135m Q4_0 file is written, inspected and generated from; the same seed gives the same
+# bytes; bad flags exit 2 with one line on stderr.
+source "$(dirname "$0")/lib/cli_test_lib.sh"
+
+expect_error() {
+  local what=$1
+  shift
+  expect_exit2 "$what" "$BIN" synth "$@"
+}
+
+expect_error "unknown preset" --preset llama3-70b --type q4_0 -o "$TMP/x.gguf"
+grep -q "llama3-8b" "$TMP/err" || fail "unknown-preset message does not list the presets"
+expect_error "unsupported type" --preset llama3-8b --type q2_k -o "$TMP/x.gguf"
+expect_error "unknown type" --preset llama3-8b --type q4 -o "$TMP/x.gguf"
+expect_error "missing --output" --preset llama3-8b --type q4_0
+expect_error "missing --type" --preset llama3-8b -o "$TMP/x.gguf"
+expect_error "negative seed" --preset llama3-8b --type q4_0 -o "$TMP/x.gguf" --seed -1
+expect_error "negative threads" --preset llama3-8b --type q4_0 -o "$TMP/x.gguf" --threads -3
+expect_error "missing tokenizer file" --preset llama3-8b --type q4_0 -o "$TMP/x.gguf" \
+  --tokenizer "$TMP/none.gguf"
+echo "not a gguf" >"$TMP/text.gguf"
+expect_error "tokenizer file that is not GGUF" --preset llama3-8b --type q4_0 -o "$TMP/x.gguf" \
+  --tokenizer "$TMP/text.gguf"
+[ -e "$TMP/x.gguf" ] && fail "a failed synth left $TMP/x.gguf behind"
+
+if [ ! -f "$MODEL" ]; then
+  echo "SKIP: default model $MODEL is absent (run tools/fetch_model.sh); file checks not run"
+  finish
+fi
+
+OUT=$TMP/smollm2-q4_0.gguf
+"$BIN" synth --preset smollm2-135m --type q4_0 -o "$OUT" --seed 3 --threads 2 2>"$TMP/synth.err" ||
+  fail "synth exited $?: $(cat "$TMP/synth.err")"
+echo "synth: $(cat "$TMP/synth.err")"
+"$BIN" inspect "$OUT" >"$TMP/inspect.out" 2>&1 || fail "inspect of the synth file failed"
+grep -q '"blk.29.ffn_down.weight"  *q4_0  *\[1536, 576\]' "$TMP/inspect.out" ||
+  fail "inspect does not list blk.29.ffn_down.weight as q4_0 [1536, 576]"
+grep -q 'general.architecture (string) = "llama"' "$TMP/inspect.out" || fail "architecture"
+grep -q 'tokenizer.ggml.pre (string) = "smollm"' "$TMP/inspect.out" || fail "tokenizer not copied"
+
+"$BIN" generate --model "$OUT" --prompt "Hello there" --max-tokens 6 --temperature 0 \
+  >"$TMP/gen.out" 2>"$TMP/gen.err" || fail "generate on the synth file exited $?: $(cat "$TMP/gen.err")"
+grep -q "6 tokens" "$TMP/gen.err" || fail "generate did not produce 6 tokens: $(cat "$TMP/gen.err")"
+
+# Same preset/type/seed, different thread count: identical bytes.
+"$BIN" synth --preset smollm2-135m --type q4_0 -o "$TMP/again.gguf" --seed 3 --threads 1 \
+  2>/dev/null || fail "second synth exited $?"
+cmp -s "$OUT" "$TMP/again.gguf" || fail "same seed, different threads: files differ"
+
+finish

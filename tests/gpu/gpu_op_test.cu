@@ -1,0 +1,441 @@
+// GPU op tests: every GPU op against the CPU op (src/backend/cpu, the reference) on fresh random
+// inputs over several shapes, odd sizes included, in the style of ggml's test-backend-ops:
+// normalized MSE, NMSE = sum((gpu - cpu)^2) / sum(cpu^2), must stay under a per-op, per-dtype
+// threshold. Where the GPU kernel repeats the CPU's arithmetic with explicit roundings (embedding
+// gather, RoPE rotation, bias, residual add, fp16 decode) the test demands identical bits.
+//
+// Inputs are random with a fresh seed each run (printed on failure; set NOVASERVE_GPU_TEST_SEED
+// to replay one). Without a GPU every device test skips with the reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/matmul.h"
+#include "backend/gpu/gpu_ops.h"
+#include "backend/gpu/gpu_status.h"
+#include "common/thread_pool.h"
+#include "quant/dequantize.h"
+#include "quant/half.h"
+#include "quant/quantize.h"
+#if defined(NOVASERVE_GPU_HAS_BLAS)
+#include "backend/gpu/gpu_blas.h"
+#endif
+
+namespace novaserve::gpu {
+namespace {
+
+// ---- Thresholds ------------------------------------------------------------------------------
+// GEMV: both sides multiply the same decoded weights (bit-identical decode) by the same f32
+// activations; they differ only in summation order (CPU: sequential/SIMD lanes; GPU: 32 or 64
+// lane partials plus a butterfly) and the GPU's fused multiply-adds. A sum of n random-sign
+// terms carries a relative rounding error of about 2^-24 * sqrt(n / 2), ~3e-6 at n = 4096, so
+// the expected NMSE is ~1e-11 and 1e-9 leaves margin, while a decode bug that gets one weight
+// of each 4096-wide row wrong gives ~1e-4. One entry per dtype so that a future kernel that
+// quantizes activations (as ActQuant::kQ8 does) can state its own bound.
+const std::map<GgmlType, double> kGemvNmse = {
+    {GgmlType::kF32, 1e-9},  {GgmlType::kF16, 1e-9},  {GgmlType::kBF16, 1e-9},
+    {GgmlType::kQ8_0, 1e-9}, {GgmlType::kQ4_0, 1e-9}, {GgmlType::kQ4_1, 1e-9},
+    {GgmlType::kQ5_0, 1e-9}, {GgmlType::kQ5_1, 1e-9}, {GgmlType::kQ4_K, 1e-9},
+    {GgmlType::kQ5_K, 1e-9}, {GgmlType::kQ6_K, 1e-9},
+};
+// RMSNorm: float tree sum of squares on the GPU vs double on the CPU: ~1e-7 relative in r.
+constexpr double kNormNmse = 1e-12;
+// RoPE table: device double pow/cos/sin (<= 2 ulp in double) vs glibc, rounded to f32.
+constexpr double kRopeTableNmse = 1e-12;
+// SwiGLU: device expf (<= 2 ulp) vs glibc expf.
+constexpr double kSwigluNmse = 1e-12;
+
+const GgmlType kAllTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+                              GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                              GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+
+uint32_t test_seed() {
+  static const uint32_t seed = [] {
+    const char* env = std::getenv("NOVASERVE_GPU_TEST_SEED");
+    return env != nullptr ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10))
+                          : std::random_device{}();
+  }();
+  return seed;
+}
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+double nmse(const std::vector<float>& got, const std::vector<float>& ref) {
+  double err = 0.0, norm = 0.0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - ref[i];
+    err += d * d;
+    norm += static_cast<double>(ref[i]) * ref[i];
+  }
+  return norm > 0.0 ? err / norm : err;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Device memory of n T's, freed on scope exit.
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t n) : n_(n) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(T)),
+              cudaSuccess);
+  }
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
+    EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceBuffer() { (void)cudaFree(p_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  T* get() const { return p_; }
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
+    EXPECT_EQ(cudaMemcpy(host.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return host;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// Rows of random values quantized to `type` (the layout of a GGUF weight tensor).
+std::vector<uint8_t> random_weights(GgmlType type, int64_t n_in, int64_t n_out, std::mt19937& rng) {
+  const uint64_t row_bytes = *ggml_row_bytes(type, static_cast<uint64_t>(n_in));
+  std::vector<uint8_t> w(row_bytes * static_cast<uint64_t>(n_out));
+  for (int64_t o = 0; o < n_out; ++o) {
+    const auto row = random_floats(static_cast<size_t>(n_in), rng, 0.5f);
+    EXPECT_TRUE(quantize_row(type, row.data(), w.data() + o * row_bytes, n_in).ok());
+  }
+  return w;
+}
+
+// The shapes tested for a weight type: odd output counts, and for block size 1 odd inputs too.
+std::vector<std::pair<int64_t, int64_t>> weight_shapes(GgmlType type) {
+  switch (ggml_type_traits(type).block_elems) {
+    case 1:
+      return {{1, 1}, {7, 3}, {100, 37}, {576, 192}, {4097, 65}, {4096, 1030}};
+    case 32:
+      return {{32, 1}, {96, 37}, {576, 192}, {1536, 577}, {4096, 1030}};
+    default:
+      return {{256, 1}, {512, 37}, {1536, 577}, {4096, 1030}};
+  }
+}
+
+class GpuOpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+      GTEST_SKIP() << "no GPU (" << (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices")
+                   << "); GPU op tests run on a GPU machine via bench/gpu/run.sh";
+    }
+    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
+    rng_.seed(test_seed());
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+  void sync() { ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess); }
+  std::string seed_note() const { return "NOVASERVE_GPU_TEST_SEED=" + std::to_string(test_seed()); }
+
+  cudaStream_t stream_ = nullptr;
+  std::mt19937 rng_;
+};
+
+TEST_F(GpuOpTest, EmbedMatchesCpuBitForBit) {
+  SCOPED_TRACE(seed_note());
+  for (GgmlType type : kAllTypes) {
+    for (auto [n_in, n_vocab] : weight_shapes(type)) {
+      SCOPED_TRACE(std::string(ggml_type_traits(type).name) + " [" + std::to_string(n_vocab) +
+                   " x " + std::to_string(n_in) + "]");
+      const auto table = random_weights(type, n_in, n_vocab, rng_);
+      std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(n_vocab - 1));
+      std::vector<int32_t> ids = {0, static_cast<int32_t>(n_vocab - 1)};
+      for (int i = 0; i < 5; ++i) ids.push_back(pick(rng_));
+      ids.push_back(ids[2]);  // a repeated id
+      std::vector<float> ref(ids.size() * n_in);
+      const WeightMatrix host{table.data(), type, n_in, n_vocab};
+      for (size_t r = 0; r < ids.size(); ++r) cpu::embed_row(host, ids[r], ref.data() + r * n_in);
+
+      DeviceBuffer<uint8_t> d_table(table);
+      DeviceBuffer<int32_t> d_ids(ids);
+      DeviceBuffer<float> d_out(ref.size());
+      const WeightMatrix dev{d_table.get(), type, n_in, n_vocab};
+      const Status st =
+          embed(dev, d_ids.get(), static_cast<int64_t>(ids.size()), d_out.get(), stream_);
+      ASSERT_TRUE(st.ok()) << st.error().message;
+      sync();
+      const auto got = d_out.download();
+      EXPECT_TRUE(same_bits(got, ref)) << "NMSE " << nmse(got, ref);
+    }
+  }
+}
+
+TEST_F(GpuOpTest, AddRmsNormMatchesCpu) {
+  SCOPED_TRACE(seed_note());
+  for (int64_t dim : {1, 7, 64, 576, 4097, 5120}) {
+    for (int64_t rows : {1, 3, 9}) {
+      for (bool with_delta : {false, true}) {
+        SCOPED_TRACE("dim " + std::to_string(dim) + " rows " + std::to_string(rows) +
+                     (with_delta ? " with residual" : ""));
+        auto x = random_floats(rows * dim, rng_, 3.0f);
+        const auto delta = random_floats(rows * dim, rng_);
+        const auto w = random_floats(dim, rng_);
+        const float eps = 1e-5f;
+        DeviceBuffer<float> d_x(x), d_delta(delta), d_w(w), d_out(rows * dim);
+        const Status st = add_rms_norm(d_x.get(), with_delta ? d_delta.get() : nullptr, d_w.get(),
+                                       rows, dim, eps, d_out.get(), stream_);
+        ASSERT_TRUE(st.ok()) << st.error().message;
+        std::vector<float> ref(rows * dim);
+        for (int64_t r = 0; r < rows; ++r) {
+          cpu::add_rms_norm_row(x.data() + r * dim, with_delta ? delta.data() + r * dim : nullptr,
+                                w.data(), dim, eps, ref.data() + r * dim);
+        }
+        sync();
+        EXPECT_TRUE(same_bits(d_x.download(), x)) << "residual stream differs";
+        const auto got = d_out.download();
+        EXPECT_LT(nmse(got, ref), kNormNmse);
+      }
+    }
+  }
+}
+
+TEST_F(GpuOpTest, AddBiasMatchesCpuBitForBit) {
+  SCOPED_TRACE(seed_note());
+  for (int64_t dim : {1, 3, 512, 3585}) {
+    for (int64_t rows : {1, 6}) {
+      auto x = random_floats(rows * dim, rng_);
+      const auto bias = random_floats(dim, rng_);
+      DeviceBuffer<float> d_x(x), d_bias(bias);
+      ASSERT_TRUE(add_bias(d_x.get(), d_bias.get(), rows, dim, stream_).ok());
+      for (int64_t r = 0; r < rows; ++r) cpu::add_bias_row(x.data() + r * dim, bias.data(), dim);
+      sync();
+      EXPECT_TRUE(same_bits(d_x.download(), x)) << "dim " << dim << " rows " << rows;
+    }
+  }
+}
+
+TEST_F(GpuOpTest, RopeTableMatchesCpu) {
+  SCOPED_TRACE(seed_note());
+  std::uniform_int_distribution<int32_t> pos_dist(0, 131071);
+  for (int32_t n_rot : {2, 32, 64, 128}) {
+    for (float base : {10000.0f, 500000.0f}) {
+      for (float scale : {1.0f, 0.25f}) {
+        for (bool factors : {false, true}) {
+          SCOPED_TRACE("n_rot " + std::to_string(n_rot) + " base " + std::to_string(base) +
+                       " scale " + std::to_string(scale) + (factors ? " freq_factors" : ""));
+          std::vector<int32_t> pos = {0, 1, 7};
+          for (int i = 0; i < 6; ++i) pos.push_back(pos_dist(rng_));
+          std::vector<float> ff(n_rot / 2);
+          std::uniform_real_distribution<float> ff_dist(1.0f, 8.0f);
+          for (float& f : ff) f = ff_dist(rng_);
+          RopeParams p;
+          p.n_rot = n_rot;
+          p.freq_base = base;
+          p.freq_scale = scale;
+          p.freq_factors = factors ? ff.data() : nullptr;
+          std::vector<float> ref(pos.size() * n_rot);
+          for (size_t r = 0; r < pos.size(); ++r) cpu::rope_table_row(pos[r], p, &ref[r * n_rot]);
+
+          DeviceBuffer<int32_t> d_pos(pos);
+          DeviceBuffer<float> d_ff(ff), d_table(ref.size());
+          p.freq_factors = factors ? d_ff.get() : nullptr;
+          ASSERT_TRUE(
+              rope_table(d_pos.get(), static_cast<int64_t>(pos.size()), p, d_table.get(), stream_)
+                  .ok());
+          sync();
+          EXPECT_LT(nmse(d_table.download(), ref), kRopeTableNmse);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuOpTest, RopeMatchesCpuBitForBitInBothOrderings) {
+  SCOPED_TRACE(seed_note());
+  struct Shape {
+    int32_t n_heads, head_dim, n_rot;
+  };
+  for (Shape s : {Shape{1, 64, 64}, Shape{9, 64, 64}, Shape{32, 128, 128}, Shape{5, 128, 64},
+                  Shape{3, 96, 2}}) {
+    for (RopeOrdering ord : {RopeOrdering::kNormal, RopeOrdering::kNeox}) {
+      for (int64_t rows : {1, 5}) {
+        SCOPED_TRACE("heads " + std::to_string(s.n_heads) + " head_dim " +
+                     std::to_string(s.head_dim) + " n_rot " + std::to_string(s.n_rot) +
+                     (ord == RopeOrdering::kNeox ? " neox" : " normal") + " rows " +
+                     std::to_string(rows));
+        RopeParams p;
+        p.n_rot = s.n_rot;
+        p.freq_base = 10000.0f;
+        std::vector<float> table(rows * s.n_rot);
+        for (int64_t r = 0; r < rows; ++r) {
+          cpu::rope_table_row(static_cast<int32_t>(3 + 11 * r), p, &table[r * s.n_rot]);
+        }
+        const int64_t width = static_cast<int64_t>(s.n_heads) * s.head_dim;
+        auto x = random_floats(rows * width, rng_);
+        DeviceBuffer<float> d_x(x), d_table(table);
+        ASSERT_TRUE(
+            rope(d_x.get(), rows, s.n_heads, s.head_dim, s.n_rot, ord, d_table.get(), stream_)
+                .ok());
+        for (int64_t r = 0; r < rows; ++r) {
+          cpu::rope_row(x.data() + r * width, s.n_heads, s.head_dim, s.n_rot, ord,
+                        &table[r * s.n_rot]);
+        }
+        sync();
+        EXPECT_TRUE(same_bits(d_x.download(), x));
+      }
+    }
+  }
+}
+
+TEST_F(GpuOpTest, SwigluMatchesCpu) {
+  SCOPED_TRACE(seed_note());
+  for (int64_t dim : {1, 13, 1536, 14341}) {
+    for (int64_t rows : {1, 3}) {
+      const auto gate = random_floats(rows * dim, rng_, 4.0f);
+      const auto up = random_floats(rows * dim, rng_);
+      DeviceBuffer<float> d_gate(gate), d_up(up), d_out(rows * dim);
+      ASSERT_TRUE(swiglu(d_gate.get(), d_up.get(), rows, dim, d_out.get(), stream_).ok());
+      std::vector<float> ref(rows * dim);
+      for (int64_t r = 0; r < rows; ++r) {
+        cpu::swiglu_row(gate.data() + r * dim, up.data() + r * dim, dim, ref.data() + r * dim);
+      }
+      sync();
+      EXPECT_LT(nmse(d_out.download(), ref), kSwigluNmse) << "dim " << dim << " rows " << rows;
+    }
+  }
+}
+
+TEST_F(GpuOpTest, GemvMatchesCpuExactMatmulForEveryType) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(2);
+  for (GgmlType type : kAllTypes) {
+    for (auto [n_in, n_out] : weight_shapes(type)) {
+      if (!matmul_check(type, n_in).ok()) continue;  // the CPU reference has no kernel for it
+      for (int64_t rows : {1, 3, 8}) {
+        SCOPED_TRACE(std::string(ggml_type_traits(type).name) + " [" + std::to_string(n_out) +
+                     " x " + std::to_string(n_in) + "] rows " + std::to_string(rows));
+        const auto w = random_weights(type, n_in, n_out, rng_);
+        const auto x = random_floats(rows * n_in, rng_);
+        std::vector<float> ref(rows * n_out);
+        matmul(w.data(), type, n_in, n_out, x.data(), rows, ref.data(), pool, ActQuant::kNone);
+
+        DeviceBuffer<uint8_t> d_w(w);
+        DeviceBuffer<float> d_x(x), d_y(rows * n_out);
+        const Status st =
+            gemv(WeightMatrix{d_w.get(), type, n_in, n_out}, d_x.get(), rows, d_y.get(), stream_);
+        ASSERT_TRUE(st.ok()) << st.error().message;
+        sync();
+        const auto got = d_y.download();
+        const double e = nmse(got, ref);
+        EXPECT_LT(e, kGemvNmse.at(type));
+        // Batch invariance: row 0 alone gives the same bits as row 0 in the batch.
+        if (rows > 1) {
+          DeviceBuffer<float> d_y1(n_out);
+          ASSERT_TRUE(
+              gemv(WeightMatrix{d_w.get(), type, n_in, n_out}, d_x.get(), 1, d_y1.get(), stream_)
+                  .ok());
+          sync();
+          const auto one = d_y1.download();
+          EXPECT_EQ(0, std::memcmp(one.data(), got.data(), n_out * sizeof(float)));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuOpTest, DequantizeToF16MatchesCpuDecodeRounded) {
+  SCOPED_TRACE(seed_note());
+  for (GgmlType type : kAllTypes) {
+    const auto [n_in, n_out] = weight_shapes(type)[1];
+    const auto w = random_weights(type, n_in, n_out, rng_);
+    std::vector<float> decoded(n_in * n_out);
+    ASSERT_TRUE(dequantize_row(type, w.data(), decoded.data(), n_in * n_out).ok());
+    std::vector<uint16_t> ref(decoded.size());
+    for (size_t i = 0; i < decoded.size(); ++i) ref[i] = f32_to_fp16(decoded[i]);
+
+    DeviceBuffer<uint8_t> d_w(w);
+    DeviceBuffer<__half> d_out(ref.size());
+    ASSERT_TRUE(
+        dequantize_to_f16(WeightMatrix{d_w.get(), type, n_in, n_out}, d_out.get(), stream_).ok());
+    sync();
+    const auto got = d_out.download();
+    EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), ref.size() * 2))
+        << ggml_type_traits(type).name;
+  }
+}
+
+#if defined(NOVASERVE_GPU_HAS_BLAS)
+// BLAS prefill GEMM: activations and decoded weights rounded to fp16 (2^-11 relative each).
+constexpr double kGemmF16Nmse = 1e-5;
+
+TEST_F(GpuOpTest, BlasF16GemmMatchesCpuMatmul) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(2);
+  auto blas = GpuBlas::create(stream_);
+  ASSERT_TRUE(blas.ok()) << blas.error().message;
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kF16, GgmlType::kQ6_K}) {
+    for (int64_t m : {1, 7, 64}) {
+      const int64_t n_in = 1536, n_out = 577;
+      SCOPED_TRACE(std::string(ggml_type_traits(type).name) + " m " + std::to_string(m));
+      const auto w = random_weights(type, n_in, n_out, rng_);
+      const auto x = random_floats(m * n_in, rng_);
+      std::vector<float> ref(m * n_out);
+      matmul(w.data(), type, n_in, n_out, x.data(), m, ref.data(), pool, ActQuant::kNone);
+
+      DeviceBuffer<uint8_t> d_w(w);
+      DeviceBuffer<float> d_x(x), d_y(m * n_out);
+      DeviceBuffer<__half> d_w16(n_in * n_out), d_x16(m * n_in);
+      ASSERT_TRUE(
+          dequantize_to_f16(WeightMatrix{d_w.get(), type, n_in, n_out}, d_w16.get(), stream_).ok());
+      ASSERT_TRUE(convert_f32_to_f16(d_x.get(), m * n_in, d_x16.get(), stream_).ok());
+      const Status st = (*blas)->gemm_f16_nt(m, n_out, n_in, d_x16.get(), d_w16.get(), d_y.get());
+      ASSERT_TRUE(st.ok()) << st.error().message;
+      sync();
+      EXPECT_LT(nmse(d_y.download(), ref), kGemmF16Nmse);
+    }
+  }
+}
+#endif
+
+// Argument checks happen before any device call, so these run without a GPU too.
+TEST(GpuOpArgs, LaunchersRejectUnsupportedTypesAndBadSizes) {
+  float dummy = 0.0f;
+  const WeightMatrix q2k{&dummy, GgmlType::kQ2_K, 256, 4};
+  const Status st = gemv(q2k, &dummy, 1, &dummy, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(st.error().message.find("q2_k"), std::string::npos) << st.error().message;
+  int32_t id = 0;
+  const Status embed_st = embed(q2k, &id, 1, &dummy, nullptr);
+  ASSERT_FALSE(embed_st.ok());
+  EXPECT_EQ(embed_st.error().code, ErrorCode::kUnsupported);
+
+  const WeightMatrix partial_block{&dummy, GgmlType::kQ4_0, 33, 4};
+  const Status block_st = gemv(partial_block, &dummy, 1, &dummy, nullptr);
+  ASSERT_FALSE(block_st.ok());
+  EXPECT_EQ(block_st.error().code, ErrorCode::kInvalidInput);
+  EXPECT_FALSE(add_rms_norm(&dummy, nullptr, &dummy, -1, 4, 1e-5f, &dummy, nullptr).ok());
+  EXPECT_FALSE(rope(&dummy, 1, 1, 64, 65, RopeOrdering::kNormal, &dummy, nullptr).ok());
+  EXPECT_FALSE(swiglu(&dummy, &dummy, 1, -2, &dummy, nullptr).ok());
+  // Zero-sized work is a no-op that launches nothing.
+  EXPECT_TRUE(swiglu(&dummy, &dummy, 0, 8, &dummy, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace novaserve::gpu
