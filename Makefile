@@ -23,7 +23,7 @@ build-bin: setup
 run: build-bin
 	@echo "serving $(MODEL) on http://$(HOST):$(PORT) (Ctrl-C drains and stops). Try:"
 	@echo "  curl http://$(HOST):$(PORT)/v1/chat/completions -H 'Content-Type: application/json' \\"
-	@echo "    -d '{\"messages\":[{\"role\":\"user\",\"content\":\"What is the capital of France?\"}]}'"
+	@echo "    -d '{\"messages\":[{\"role\":\"system\",\"content\":\"You are a helpful assistant.\"},{\"role\":\"user\",\"content\":\"What is the capital of France?\"}],\"max_tokens\":64,\"temperature\":0}'"
 	$(BIN) serve --model $(MODEL) --host $(HOST) --port $(PORT)
 
 unit: build

@@ -81,9 +81,16 @@ int run(const BenchFlags& f) {
   if (!tok.ok()) return fail(f.model + ": " + tok.error().message);
 
   const auto kv_type = parse_kv_cache_dtype(f.kv_cache_dtype);
-  if (!kv_type) return fail("--kv-cache-dtype must be f32, f16, q8 or q4");
+  if (!kv_type) {
+    return fail("--kv-cache-dtype must be f32, f16, q8 or q4 (got '" + f.kv_cache_dtype + "')");
+  }
   auto cfg = ModelConfig::from_gguf(*gguf);
   if (!cfg.ok()) return fail(f.model + ": " + cfg.error().message);
+  const int64_t longest = *std::max_element(f.prompt.begin(), f.prompt.end()) + int64_t{f.gen};
+  if (longest > cfg->n_ctx_train) {
+    return fail("--prompt + --gen = " + std::to_string(longest) +
+                " tokens exceeds the model's context of " + std::to_string(cfg->n_ctx_train));
+  }
   EngineOptions o;
   o.n_threads = f.threads;
   o.kv_cache_memory = f.kv_cache_memory;
@@ -103,7 +110,8 @@ int run(const BenchFlags& f) {
   for (int32_t p : f.prompt) {
     for (int32_t b : f.batch) points.push_back({b, p, f.gen});
   }
-  std::fprintf(stderr, "novaserve bench: %zu points on %s\n", points.size(), f.device.c_str());
+  std::fprintf(stderr, "novaserve bench: %zu grid point%s on %s\n", points.size(),
+               points.size() == 1 ? "" : "s", f.device.c_str());
   auto results = run_bench(gguf, **tok, o, points, [](const BenchResult& r) {
     std::fprintf(stderr,
                  "  batch %d prompt %d: prefill %.1f tok/s, TTFT max %.1f ms, decode %.1f tok/s "

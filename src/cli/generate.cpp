@@ -107,7 +107,9 @@ int run_generate(const GenerateOptions& o) {
   }
   const int64_t max_new = std::min(o.max_tokens, cfg.n_ctx_train - n_prompt);
   const auto kv_type = parse_kv_cache_dtype(o.kv_cache_dtype);
-  if (!kv_type) return fail("--kv-cache-dtype must be f32, f16, q8 or q4");
+  if (!kv_type) {
+    return fail("--kv-cache-dtype must be f32, f16, q8 or q4 (got '" + o.kv_cache_dtype + "')");
+  }
   auto kv = SequenceKvCache::create(cfg, n_prompt + max_new, uint64_t{1} << 36, *kv_type);
   if (!kv.ok()) return fail(kv.error().message);
   const ActQuant mode = o.exact ? ActQuant::kNone : ActQuant::kQ8;

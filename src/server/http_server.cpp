@@ -99,7 +99,6 @@ void HttpServer::run_until_drained() {
   ioc_.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
-  std::fprintf(stderr, "novaserve serve: drained, stopping\n");
 }
 
 }  // namespace novaserve

@@ -76,7 +76,9 @@ struct LoadedModel {
   ModelServices services;
 };
 
-Status load_model(const ServeOptions& o, const EngineFactory& make_engine, LoadedModel& m) {
+// The cheap part of loading (open and validate the GGUF file, its tokenizer and the chat
+// template), done before the port is bound so that the common mistakes fail with one line.
+Status open_model(const ServeOptions& o, LoadedModel& m) {
   auto file = GgufFile::open(o.model_path);
   if (!file.ok()) return file.error();
   m.gguf = std::move(file.value());
@@ -85,15 +87,20 @@ Status load_model(const ServeOptions& o, const EngineFactory& make_engine, Loade
   m.tokenizer = std::move(tok.value());
   auto tmpl = load_template(o, *m.gguf);
   if (!tmpl.ok()) return tmpl.error();
-  auto engine = make_engine(m.gguf, *m.tokenizer);
-  if (!engine.ok()) return Err(engine.error().code, "engine: " + engine.error().message);
-  m.engine = std::move(engine.value());
-  m.services.engine = m.engine.get();
   m.services.tokenizer = m.tokenizer.get();
   m.services.chat_template = std::move(tmpl.value());
   const Tokenizer& t = *m.tokenizer;
   m.services.bos_token = t.bos_id() >= 0 ? t.token_text(t.bos_id()) : "";
   m.services.eos_token = t.eos_id() >= 0 ? t.token_text(t.eos_id()) : "";
+  return {};
+}
+
+// The expensive part (weights, KV memory), done while /health answers 503 "loading".
+Status start_engine(const EngineFactory& make_engine, LoadedModel& m) {
+  auto engine = make_engine(m.gguf, *m.tokenizer);
+  if (!engine.ok()) return Err(engine.error().code, "engine: " + engine.error().message);
+  m.engine = std::move(engine.value());
+  m.services.engine = m.engine.get();
   return {};
 }
 
@@ -110,28 +117,32 @@ int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
   if (!auth.ok()) return fail(auth.error().message);
   ctx.auth = std::move(auth.value());
 
+  // Opened before the server exists but moved into `model` below, which is declared after the
+  // server so that the engine is destroyed first.
+  LoadedModel opened;
+  if (auto st = open_model(options, opened); !st.ok()) return fail(st.error().message);
+
   HttpServer server(options.http, ctx);
   if (auto st = server.listen(); !st.ok()) return fail(st.error().message);
   server.start();
-  std::fprintf(stderr, "novaserve serve: listening on http://%s:%u (loading %s)\n",
-               options.http.host.c_str(), static_cast<unsigned>(server.port()),
-               options.model_path.c_str());
 
-  LoadedModel model;
-  if (auto st = load_model(options, make_engine, model); !st.ok()) {
+  LoadedModel model = std::move(opened);
+  if (auto st = start_engine(make_engine, model); !st.ok()) {
     ctx.lifecycle.begin_drain();
     server.run_until_drained();
     return fail(st.error().message);
   }
   ctx.publish(&model.services);
   std::fprintf(stderr,
-               "novaserve serve: serving '%s' (vocabulary %d, context %d tokens, chat template: "
-               "%s, API keys: %s)\n",
+               "novaserve serve: listening on http://%s:%u, serving '%s' (vocabulary %d, context "
+               "%d tokens, chat template: %s, API keys: %s)\n",
+               options.http.host.c_str(), static_cast<unsigned>(server.port()),
                ctx.config.model_name.c_str(), model.engine->n_vocab(),
                model.engine->context_length(), model.services.chat_template ? "yes" : "none",
                ctx.auth.enabled() ? "required" : "off");
   if (options.on_serving) options.on_serving(ctx, server.port());
   server.run_until_drained();
+  std::fprintf(stderr, "novaserve serve: drained, stopping\n");
   return 0;
 }
 
