@@ -2,7 +2,7 @@
 # Included from the top-level CMakeLists.txt after novaserve_core is defined. Both options are
 # off by default, so the CPU build and CI never need a GPU toolchain.
 #
-#   NOVASERVE_CUDA  novaserve_gpu (static lib, cuBLAS) + gpu_op_test; arch from
+#   NOVASERVE_CUDA  novaserve_gpu (static lib, cuBLAS) + gpu_op_test (all tests/gpu/*.cu); arch from
 #                   CMAKE_CUDA_ARCHITECTURES (default 90: H100/H200).
 #   NOVASERVE_HIP   novaserve_gpu_hip (static lib) + gpu_op_test_hip, compiled by calling hipcc
 #                   directly: CMake 3.25's LANGUAGE HIP does not find Debian's hip-lang config.
@@ -17,6 +17,8 @@ option(NOVASERVE_HIP "Build the HIP backend and its op tests (needs hipcc)" OFF)
 set(NOVASERVE_HIP_ARCHS "gfx90a" CACHE STRING "Semicolon-separated --offload-arch list for HIP")
 
 file(GLOB NOVASERVE_GPU_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/gpu/*.cu)
+# Every tests/gpu/*.cu goes into the one GPU test binary (op tests, attention, weight arena).
+file(GLOB NOVASERVE_GPU_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/*.cu)
 set(NOVASERVE_GPU_WARNINGS -Wall -Wextra -Wno-unused-parameter)
 
 if(NOVASERVE_CUDA)
@@ -50,7 +52,7 @@ if(NOVASERVE_CUDA)
 
   if(NOVASERVE_TESTS)
     find_package(GTest REQUIRED)
-    add_executable(gpu_op_test ${CMAKE_SOURCE_DIR}/tests/gpu/gpu_op_test.cu)
+    add_executable(gpu_op_test ${NOVASERVE_GPU_TEST_SOURCES})
     novaserve_cuda_target(gpu_op_test)
     target_link_libraries(gpu_op_test PRIVATE novaserve_gpu GTest::gtest GTest::gtest_main)
     # Drop shared libraries the test does not use (PCRE2 via novaserve_core), so the binary can
@@ -94,20 +96,24 @@ if(NOVASERVE_HIP)
 
   if(NOVASERVE_TESTS)
     find_package(GTest REQUIRED)
-    # The test file is host code only (its kernels are in the library). clang 15's HIP mode
-    # crashes on GoogleTest's headers in C++20, so it is compiled as plain C++ with HIP headers.
-    set(test_obj ${CMAKE_BINARY_DIR}/hip/gpu_op_test.o)
-    add_custom_command(
-      OUTPUT ${test_obj}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/hip
-      COMMAND ${NOVASERVE_HIPCC} -x c++ -D__HIP_PLATFORM_AMD__ -DNOVASERVE_GPU_HIP=1
-              ${_novaserve_hip_flags} -MD -MF ${test_obj}.d
-              -c ${CMAKE_SOURCE_DIR}/tests/gpu/gpu_op_test.cu -o ${test_obj}
-      DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/gpu_op_test.cu
-      DEPFILE ${test_obj}.d
-      COMMENT "hipcc gpu_op_test.cu (host)"
-      VERBATIM)
-    add_executable(gpu_op_test_hip ${test_obj})
+    # The test files are host code only (their kernels are in the library). clang 15's HIP mode
+    # crashes on GoogleTest's headers in C++20, so they are compiled as plain C++ with HIP headers.
+    set(_novaserve_hip_test_objects "")
+    foreach(src ${NOVASERVE_GPU_TEST_SOURCES})
+      get_filename_component(name ${src} NAME_WE)
+      set(test_obj ${CMAKE_BINARY_DIR}/hip/test_${name}.o)
+      add_custom_command(
+        OUTPUT ${test_obj}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/hip
+        COMMAND ${NOVASERVE_HIPCC} -x c++ -D__HIP_PLATFORM_AMD__ -DNOVASERVE_GPU_HIP=1
+                ${_novaserve_hip_flags} -MD -MF ${test_obj}.d -c ${src} -o ${test_obj}
+        DEPENDS ${src}
+        DEPFILE ${test_obj}.d
+        COMMENT "hipcc ${name}.cu (host)"
+        VERBATIM)
+      list(APPEND _novaserve_hip_test_objects ${test_obj})
+    endforeach()
+    add_executable(gpu_op_test_hip ${_novaserve_hip_test_objects})
     set_target_properties(gpu_op_test_hip PROPERTIES LINKER_LANGUAGE CXX)
     target_link_libraries(gpu_op_test_hip PRIVATE novaserve_gpu_hip GTest::gtest GTest::gtest_main)
     add_test(NAME gpu.op_test_hip COMMAND gpu_op_test_hip)

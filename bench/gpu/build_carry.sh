@@ -2,7 +2,7 @@
 # Builds, on the development machine, what bench/gpu/run.sh runs on a GPU machine, into
 # build-gpucarry/ (git-ignored), for the device tool's `carry`. Usage: bench/gpu/build_carry.sh
 #
-#   bin/gpu_op_test   the GPU op tests (CUDA, sm_90)
+#   bin/gpu_op_test   the GPU tests, all of tests/gpu/*.cu (CUDA, sm_90)
 #   bin/novaserve     the CLI (for `synth` on the GPU machine: an 8B file is too big to carry),
 #   lib/              with the two shared libraries it needs that the GPU image lacks
 #   shared/testdata/tokenizers/   the vocab GGUFs of the synth presets (NOVASERVE_SHARED_DIR)

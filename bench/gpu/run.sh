@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU machine entry point: runs the GPU op tests and writes a report to OUTDIR.
+# GPU machine entry point: runs the GPU tests and writes a report to OUTDIR. All of tests/gpu/*.cu
+# (op tests, paged attention, weight arena) are one binary, gpu_op_test.
 # Usage: bench/gpu/run.sh OUTDIR [--synth]
 #
 # --synth also times `novaserve synth` (carried build-gpucarry/bin/novaserve) for llama3-8b and

@@ -21,6 +21,7 @@
 #include "backend/gpu/gpu_ops.h"
 #include "backend/gpu/gpu_status.h"
 #include "common/thread_pool.h"
+#include "gpu_test_util.h"
 #include "quant/dequantize.h"
 #include "quant/half.h"
 #include "quant/quantize.h"
@@ -56,61 +57,10 @@ const GgmlType kAllTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
                               GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
                               GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
 
-uint32_t test_seed() {
-  static const uint32_t seed = [] {
-    const char* env = std::getenv("NOVASERVE_GPU_TEST_SEED");
-    return env != nullptr ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10))
-                          : std::random_device{}();
-  }();
-  return seed;
-}
-
-std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-double nmse(const std::vector<float>& got, const std::vector<float>& ref) {
-  double err = 0.0, norm = 0.0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - ref[i];
-    err += d * d;
-    norm += static_cast<double>(ref[i]) * ref[i];
-  }
-  return norm > 0.0 ? err / norm : err;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// Device memory of n T's, freed on scope exit.
-template <typename T>
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t n) : n_(n) {
-    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(T)),
-              cudaSuccess);
-  }
-  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
-    EXPECT_EQ(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  ~DeviceBuffer() { (void)cudaFree(p_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  T* get() const { return p_; }
-  std::vector<T> download() const {
-    std::vector<T> host(n_);
-    EXPECT_EQ(cudaMemcpy(host.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return host;
-  }
-
- private:
-  T* p_ = nullptr;
-  size_t n_ = 0;
-};
+using test::DeviceBuffer;
+using test::nmse;
+using test::random_floats;
+using test::same_bits;
 
 // Rows of random values quantized to `type` (the layout of a GGUF weight tensor).
 std::vector<uint8_t> random_weights(GgmlType type, int64_t n_in, int64_t n_out, std::mt19937& rng) {
@@ -135,27 +85,7 @@ std::vector<std::pair<int64_t, int64_t>> weight_shapes(GgmlType type) {
   }
 }
 
-class GpuOpTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n == 0) {
-      GTEST_SKIP() << "no GPU (" << (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices")
-                   << "); GPU op tests run on a GPU machine via bench/gpu/run.sh";
-    }
-    ASSERT_EQ(cudaStreamCreate(&stream_), cudaSuccess);
-    rng_.seed(test_seed());
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
-  }
-  void sync() { ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess); }
-  std::string seed_note() const { return "NOVASERVE_GPU_TEST_SEED=" + std::to_string(test_seed()); }
-
-  cudaStream_t stream_ = nullptr;
-  std::mt19937 rng_;
-};
+class GpuOpTest : public test::GpuTest {};
 
 TEST_F(GpuOpTest, EmbedMatchesCpuBitForBit) {
   SCOPED_TRACE(seed_note());
