@@ -9,7 +9,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libpcre2-dev libboost-dev
-  prometheus-cpp-dev prometheus bible-kjv-text
+  prometheus-cpp-dev prometheus bible-kjv-text bible-kjv
   hipcc libamdhip64-dev rocm-device-libs
 )
 
@@ -37,3 +37,5 @@ if [ ! -x .venv/bin/python ] || [ "$(cat .venv/.requirements-hash 2>/dev/null)" 
 fi
 
 tools/fetch_model.sh
+# The perplexity corpus (data/kjv.txt, ignored by git) from the Debian packages above.
+tools/fetch_corpus.sh

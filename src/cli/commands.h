@@ -45,4 +45,25 @@ void register_bench(CLI::App& app, int& exit_code);
 /// missing tokenizer source), or to 1 when the output cannot be written.
 void register_synth(CLI::App& app, int& exit_code);
 
+/// Adds `quantize IN OUT --type T [--tensor-type REGEX=TYPE ...] [--keep-f16 REGEX ...]
+/// [--output-type T] [--embd-type T] [--threads N]`: converts a GGUF model's tensors per
+/// QuantizePolicy (src/quant/quantize_policy.h) and prints bytes per tensor class. Sets
+/// `exit_code` to 0, or to 2 after a one-line error on stderr (missing/invalid input, unknown
+/// type, malformed rule or bad regex, OUT equal to IN, unwritable OUT).
+void register_quantize(CLI::App& app, int& exit_code);
+
+/// Adds `perplexity --model M --file TEXT [--ctx 512] [--stride 256] [--max-tokens N]
+/// [--threads N] [--exact]`: strided sliding-window perplexity (src/model/perplexity.h) with a
+/// 95% confidence interval. Sets `exit_code` to 0, or to 2 after a one-line error on stderr
+/// (missing/invalid model or file, bad --ctx/--stride, a text too short for one window).
+void register_perplexity(CLI::App& app, int& exit_code);
+
+/// Adds `loadgen --url URL (--qps Q | --concurrency C) --duration D [--workload fixed|fin-qa|
+/// chat-mix] [--slo-ttft-p95 2s ...] [--find-max-qps] [--soak] [--json F] [--svg F]`: streams
+/// completions at an OpenAI-compatible server and reports TTFT/ITL/E2E percentiles,
+/// throughput, errors and goodput (src/loadgen/). Sets `exit_code` to 0 when the run completed
+/// (missed SLOs included), or to 2 after a one-line error on stderr (bad flags or URL, https,
+/// an unreachable server, a refused key, an unwritable output file).
+void register_loadgen(CLI::App& app, int& exit_code);
+
 }  // namespace novaserve

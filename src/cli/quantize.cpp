@@ -1,0 +1,186 @@
+// `novaserve quantize IN OUT --type T`: per-tensor mixed-precision requantization of a GGUF.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "quant/quantize_model.h"
+#include "quant/quantize_policy.h"
+
+namespace novaserve {
+namespace {
+
+struct QuantizeCliOptions {
+  std::string in;
+  std::string out;
+  std::string type;
+  std::vector<std::string> tensor_types;
+  std::vector<std::string> keep_f16;
+  std::string output_type;
+  std::string embd_type;
+  int threads = 0;
+};
+
+int fail(std::string msg) {
+  std::replace(msg.begin(), msg.end(), '\n', ' ');  // the error contract is one line
+  std::fprintf(stderr, "novaserve quantize: error: %s\n", msg.c_str());
+  return 2;
+}
+
+// A one-line bar redrawn in place with \r; only used when stderr is a terminal.
+void draw_progress(uint64_t done, uint64_t total) {
+  constexpr int kWidth = 40;
+  const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
+  const int filled = static_cast<int>(f * kWidth);
+  std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%", filled,
+               "========================================", kWidth - filled, "", f * 100.0);
+  if (done == total) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+void print_summary(const QuantizeModelResult& r, double seconds) {
+  std::printf("%-12s %7s  %-14s %-14s %12s %12s %9s %9s\n", "class", "tensors", "in types",
+              "out types", "in bytes", "out bytes", "in MiB", "out MiB");
+  uint64_t in_total = 0, out_total = 0;
+  for (const ClassSize& c : size_by_class(r.tensors)) {
+    std::printf("%-12s %7lld  %-14s %-14s %12llu %12llu %9s %9s\n", c.name.c_str(),
+                static_cast<long long>(c.n_tensors), c.in_types.c_str(), c.out_types.c_str(),
+                static_cast<unsigned long long>(c.in_bytes),
+                static_cast<unsigned long long>(c.out_bytes), mib(c.in_bytes).c_str(),
+                mib(c.out_bytes).c_str());
+    in_total += c.in_bytes;
+    out_total += c.out_bytes;
+  }
+  std::printf("%-12s %7zu  %-14s %-14s %12llu %12llu %9s %9s\n", "tensor data", r.tensors.size(),
+              "", "", static_cast<unsigned long long>(in_total),
+              static_cast<unsigned long long>(out_total), mib(in_total).c_str(),
+              mib(out_total).c_str());
+  std::printf("file size: %llu -> %llu bytes (%s -> %s MiB, %.1f%%)\n",
+              static_cast<unsigned long long>(r.in_file_bytes),
+              static_cast<unsigned long long>(r.out_file_bytes), mib(r.in_file_bytes).c_str(),
+              mib(r.out_file_bytes).c_str(),
+              r.in_file_bytes > 0 ? 100.0 * static_cast<double>(r.out_file_bytes) /
+                                        static_cast<double>(r.in_file_bytes)
+                                  : 0.0);
+  std::printf("time: %.2f s\n", seconds);
+}
+
+// One warning line per distinct fallback (a model has dozens of same-shaped tensors).
+void print_fallback_warnings(const std::vector<TensorPlan>& plan) {
+  struct Group {
+    GgmlType requested, used;
+    uint64_t row_length;
+    std::vector<std::string> names;
+  };
+  std::vector<Group> groups;
+  for (const auto& t : plan) {
+    if (t.requested_type == t.out_type) continue;
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
+      return x.requested == t.requested_type && x.used == t.out_type && x.row_length == t.dims[0];
+    });
+    if (g == groups.end()) {
+      groups.push_back({t.requested_type, t.out_type, t.dims[0], {}});
+      g = groups.end() - 1;
+    }
+    g->names.push_back(t.name);
+  }
+  constexpr size_t kMaxNames = 3;
+  for (const auto& g : groups) {
+    std::string names;
+    for (size_t i = 0; i < g.names.size() && i < kMaxNames; ++i) {
+      names += (i ? ", " : "") + g.names[i];
+    }
+    if (g.names.size() > kMaxNames) names += ", ...";
+    const auto req = ggml_type_traits(g.requested);
+    std::fprintf(stderr,
+                 "novaserve quantize: warning: %zu tensor(s) with rows of %llu values, not a "
+                 "multiple of %u (%s): using %s (%s)\n",
+                 g.names.size(), static_cast<unsigned long long>(g.row_length), req.block_elems,
+                 std::string(req.name).c_str(), std::string(ggml_type_traits(g.used).name).c_str(),
+                 names.c_str());
+  }
+}
+
+int run_quantize(const QuantizeCliOptions& o) {
+  if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
+  QuantizePolicyOptions po;
+  auto base = parse_quantize_type(o.type);
+  if (!base.ok()) return fail("--type: " + base.error().message);
+  po.base_type = *base;
+  if (!o.output_type.empty()) {
+    auto t = parse_quantize_type(o.output_type);
+    if (!t.ok()) return fail("--output-type: " + t.error().message);
+    po.output_type = *t;
+  }
+  if (!o.embd_type.empty()) {
+    auto t = parse_quantize_type(o.embd_type);
+    if (!t.ok()) return fail("--embd-type: " + t.error().message);
+    po.embd_type = *t;
+  }
+  po.keep_f16 = o.keep_f16;
+  po.tensor_types = o.tensor_types;
+  auto policy = QuantizePolicy::create(po);
+  if (!policy.ok()) return fail(policy.error().message);
+
+  QuantizeModelOptions mo;
+  mo.threads = o.threads;
+  if (::isatty(STDERR_FILENO)) mo.progress = draw_progress;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto result = quantize_model(o.in, o.out, *policy, mo);
+  if (!result.ok()) return fail(result.error().message);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  print_fallback_warnings(result->tensors);
+  std::printf("quantized %s -> %s (type %s)\n", o.in.c_str(), o.out.c_str(),
+              std::string(ggml_type_traits(*base).name).c_str());
+  print_summary(*result, seconds);
+  return 0;
+}
+
+}  // namespace
+
+void register_quantize(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<QuantizeCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "quantize",
+      "Convert a GGUF model's tensors to other types, per tensor.\n"
+      "Matrices get --type unless a more specific choice applies, in this order:\n"
+      "--embd-type / --output-type for token_embd.weight / output.weight (a tied model's\n"
+      "token_embd.weight counts as output), then --keep-f16 and --tensor-type rules (first\n"
+      "regex that matches anywhere in the name wins; --keep-f16 rules come first), then\n"
+      "llama.cpp's default for the output tensor (q6_k, or q8_0 when --type is q8_0 or does\n"
+      "not fit its rows; the float types stay as given). A type whose block size does not\n"
+      "divide the row length falls back (q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, else f16) with\n"
+      "a warning. 1-D tensors (norms, biases) are copied unchanged. Prints bytes per tensor\n"
+      "class. Exit status 2 on bad arguments or files; OUT is written only when complete.");
+  cmd->add_option("in", o->in, "input GGUF model")->required();
+  cmd->add_option("out", o->out, "output GGUF file (must differ from the input)")->required();
+  cmd->add_option("--type", o->type,
+                  "base type: q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k|f16|bf16|f32")
+      ->required();
+  cmd->add_option("--tensor-type", o->tensor_types,
+                  "REGEX=TYPE rule (repeatable; first match wins)")
+      ->allow_extra_args(false);  // one value per occurrence: IN/OUT stay positional
+  cmd->add_option("--keep-f16", o->keep_f16,
+                  "REGEX: shorthand for REGEX=f16, placed before every --tensor-type rule")
+      ->allow_extra_args(false);
+  cmd->add_option("--output-type", o->output_type, "type of output.weight");
+  cmd->add_option("--embd-type", o->embd_type, "type of token_embd.weight");
+  cmd->add_option("--threads", o->threads, "threads; 0 = all cores")->capture_default_str();
+  cmd->callback([o, &exit_code] { exit_code = run_quantize(*o); });
+}
+
+}  // namespace novaserve

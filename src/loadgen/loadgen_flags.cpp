@@ -1,0 +1,129 @@
+#include "loadgen/loadgen_flags.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "loadgen/duration.h"
+
+namespace novaserve {
+namespace {
+
+Error invalid(std::string message) {
+  return Err(ErrorCode::kInvalidInput, std::move(message));
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+// A positive duration flag; `flag` names it in errors.
+Result<double> positive_duration(const std::string& flag, const std::string& text) {
+  auto d = parse_duration(text);
+  if (!d.ok()) return invalid(flag + ": " + d.error().message);
+  if (!(*d > 0)) return invalid(flag + " must be > 0, got '" + text + "'");
+  return *d;
+}
+
+}  // namespace
+
+Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
+  LoadgenConfig c;
+  auto target = parse_http_url(f.url);
+  if (!target.ok()) return target.error();
+  c.target = *target;
+  c.api_key = f.api_key;
+  c.model = f.model;
+
+  if (f.find_max_qps) {
+    if (f.has_concurrency) return invalid("--find-max-qps searches over --qps; drop --concurrency");
+  } else if (f.has_qps == f.has_concurrency) {
+    return invalid("give exactly one of --qps (open loop) and --concurrency (closed loop)");
+  }
+  if (f.has_qps && !(f.qps > 0 && std::isfinite(f.qps))) {
+    return invalid("--qps must be a positive number, got " + number(f.qps));
+  }
+  if (f.has_concurrency && f.concurrency < 1) {
+    return invalid("--concurrency must be >= 1, got " + std::to_string(f.concurrency));
+  }
+  c.qps = f.has_qps ? f.qps : (f.find_max_qps ? 1.0 : 0.0);
+  c.concurrency = f.has_concurrency ? f.concurrency : 0;
+
+  if (f.duration.empty()) return invalid("--duration is required (e.g. 30s, 5m, 2h)");
+  auto duration = positive_duration("--duration", f.duration);
+  if (!duration.ok()) return duration.error();
+  c.duration_s = *duration;
+
+  auto kind = parse_workload_kind(f.workload);
+  if (!kind.ok()) return kind.error();
+  c.workload.kind = *kind;
+  if (*kind != WorkloadKind::kFixed && (f.has_prompt_tokens || f.has_output_tokens)) {
+    return invalid("--prompt-tokens/--output-tokens apply only to --workload fixed");
+  }
+  if (f.prompt_tokens < 1) return invalid("--prompt-tokens must be >= 1");
+  if (f.output_tokens < 1) return invalid("--output-tokens must be >= 1");
+  c.workload.prompt_tokens = f.prompt_tokens;
+  c.workload.output_tokens = f.output_tokens;
+  c.workload.seed = f.seed;
+  c.tokenizer_model = f.tokenizer_model;
+  if (!(f.temperature >= 0)) return invalid("--temperature must be >= 0");
+  c.temperature = f.temperature;
+
+  const std::pair<const char*, const std::string*> slo_flags[] = {
+      {"--slo-ttft-p95", &f.slo_ttft_p95},
+      {"--slo-ttft-p99", &f.slo_ttft_p99},
+      {"--slo-itl-p95", &f.slo_itl_p95}};
+  std::optional<double>* slo_fields[] = {&c.slo.ttft_p95_s, &c.slo.ttft_p99_s, &c.slo.itl_p95_s};
+  for (size_t i = 0; i < 3; ++i) {
+    if (slo_flags[i].second->empty()) continue;
+    auto d = positive_duration(slo_flags[i].first, *slo_flags[i].second);
+    if (!d.ok()) return d.error();
+    *slo_fields[i] = *d;
+  }
+
+  c.find_max_qps = f.find_max_qps;
+  if (f.find_max_qps) {
+    if (!c.slo.any()) return invalid("--find-max-qps needs at least one --slo-* flag");
+    if (!(f.qps_tolerance > 0 && f.qps_tolerance < 1)) {
+      return invalid("--qps-tolerance must be in (0, 1)");
+    }
+    if (!(f.max_qps >= c.qps)) return invalid("--max-qps must be >= the starting --qps");
+    c.search.start_qps = c.qps;
+    c.search.tolerance = f.qps_tolerance;
+    c.search.max_qps = f.max_qps;
+    c.search.min_qps = std::min(c.search.min_qps, c.qps);
+  }
+
+  c.soak = f.soak;
+  if (!f.soak && (f.has_sample_interval || f.server_pid != 0)) {
+    return invalid("--sample-interval and --server-pid need --soak");
+  }
+  if (f.soak) {
+    auto interval = positive_duration("--sample-interval", f.sample_interval);
+    if (!interval.ok()) return interval.error();
+    c.sample_interval_s = *interval;
+  }
+  if (f.server_pid < 0) return invalid("--server-pid must be a process id");
+  c.server_pid = f.server_pid;
+
+  auto timeout = positive_duration("--request-timeout", f.request_timeout);
+  if (!timeout.ok()) return timeout.error();
+  c.request_timeout_s = *timeout;
+  auto drain = parse_duration(f.drain_timeout);  // 0s is fine: stop at the duration's end
+  if (!drain.ok()) return invalid("--drain-timeout: " + drain.error().message);
+  c.drain_timeout_s = *drain;
+  if (f.client_threads < 1 || f.client_threads > 64) {
+    return invalid("--client-threads must be in [1, 64]");
+  }
+  c.client_threads = f.client_threads;
+  if (f.warmup_requests < 0 || f.warmup_requests > 1000) {
+    return invalid("--warmup-requests must be in [0, 1000]");
+  }
+  c.warmup_requests = f.warmup_requests;
+  c.json_path = f.json;
+  c.svg_path = f.svg;
+  return c;
+}
+
+}  // namespace novaserve

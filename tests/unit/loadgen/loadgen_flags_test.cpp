@@ -1,0 +1,103 @@
+#include "loadgen/loadgen_flags.h"
+
+#include <gtest/gtest.h>
+
+namespace novaserve {
+namespace {
+
+LoadgenFlags base() {
+  LoadgenFlags f;
+  f.url = "http://127.0.0.1:8080";
+  f.has_qps = true;
+  f.qps = 2;
+  f.duration = "5s";
+  return f;
+}
+
+std::string error_of(const LoadgenFlags& f) {
+  auto c = validate_loadgen_flags(f);
+  return c.ok() ? "" : c.error().message;
+}
+
+TEST(LoadgenFlags, AcceptsAnOpenLoopRun) {
+  auto c = validate_loadgen_flags(base());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->qps, 2);
+  EXPECT_EQ(c->concurrency, 0);
+  EXPECT_EQ(c->duration_s, 5);
+  EXPECT_EQ(c->target.port, 8080);
+  EXPECT_FALSE(c->slo.any());
+}
+
+TEST(LoadgenFlags, ModeMustBeExactlyOne) {
+  LoadgenFlags f = base();
+  f.has_qps = false;
+  EXPECT_NE(error_of(f).find("exactly one"), std::string::npos);
+  f = base();
+  f.has_concurrency = true;
+  f.concurrency = 4;
+  EXPECT_NE(error_of(f).find("exactly one"), std::string::npos);
+  f.has_qps = false;
+  EXPECT_EQ(error_of(f), "");
+  f.concurrency = 0;
+  EXPECT_NE(error_of(f).find("--concurrency"), std::string::npos);
+}
+
+TEST(LoadgenFlags, RejectsBadValues) {
+  LoadgenFlags f = base();
+  f.qps = 0;
+  EXPECT_NE(error_of(f).find("--qps"), std::string::npos);
+  f = base();
+  f.duration = "5";
+  EXPECT_NE(error_of(f).find("--duration"), std::string::npos);
+  f.duration = "0s";
+  EXPECT_NE(error_of(f).find("> 0"), std::string::npos);
+  f = base();
+  f.url = "https://x";
+  EXPECT_NE(error_of(f).find("not supported"), std::string::npos);
+  f = base();
+  f.workload = "fin-qa";
+  f.has_prompt_tokens = true;
+  EXPECT_NE(error_of(f).find("only to --workload fixed"), std::string::npos);
+  f = base();
+  f.slo_ttft_p95 = "2 seconds";
+  EXPECT_NE(error_of(f).find("--slo-ttft-p95"), std::string::npos);
+  f = base();
+  f.server_pid = 123;
+  EXPECT_NE(error_of(f).find("--soak"), std::string::npos);
+  f = base();
+  f.warmup_requests = -1;
+  EXPECT_NE(error_of(f).find("--warmup-requests"), std::string::npos);
+  f = base();
+  f.workload = "nope";
+  EXPECT_NE(error_of(f).find("unknown workload"), std::string::npos);
+}
+
+TEST(LoadgenFlags, FindMaxQpsNeedsAnSloAndNoConcurrency) {
+  LoadgenFlags f = base();
+  f.has_qps = false;
+  f.find_max_qps = true;
+  EXPECT_NE(error_of(f).find("--slo"), std::string::npos);
+  f.slo_ttft_p95 = "2s";
+  f.slo_itl_p95 = "100ms";
+  auto c = validate_loadgen_flags(f);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->search.start_qps, 1);
+  EXPECT_DOUBLE_EQ(*c->slo.itl_p95_s, 0.1);
+  f.has_concurrency = true;
+  f.concurrency = 2;
+  EXPECT_NE(error_of(f).find("--concurrency"), std::string::npos);
+}
+
+TEST(LoadgenFlags, SoakSamplingInterval) {
+  LoadgenFlags f = base();
+  f.soak = true;
+  auto c = validate_loadgen_flags(f);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->sample_interval_s, 10);
+  f.sample_interval = "250ms";
+  EXPECT_DOUBLE_EQ(validate_loadgen_flags(f)->sample_interval_s, 0.25);
+}
+
+}  // namespace
+}  // namespace novaserve
