@@ -112,7 +112,9 @@ std::string latency_svg(const std::vector<RequestRecord>& records,
   const auto [y_max, y_step] = nice_axis(lat_max);
   const bool soak = !samples.empty();
   const double height = kTop + kPanelH + kGap + (soak ? kPanelH + kGap : 0);
-  const auto x_of = [&](double t) { return kLeft + kPlotW * t / x_max; };
+  // A copy, not the structured binding: clang 14 (the fuzz build) cannot capture bindings.
+  const double x_range = x_max;
+  const auto x_of = [&](double t) { return kLeft + kPlotW * t / x_range; };
 
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", kW) +
                   "\" height=\"" + fmt("%.0f", height) +
