@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "chat/jinja_text.h"  // html_escape: valid XML text escaping
+
 namespace novaserve {
 namespace {
 
@@ -13,30 +15,6 @@ std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), f, v);
   return buf;
-}
-
-// XML text escaping for the title and labels.
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -121,7 +99,7 @@ std::string bench_svg(const std::vector<BenchResult>& results, const std::string
                   "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s += "<text x=\"" + fmt("%.0f", kW / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" +
-       xml_escape(title) + "</text>\n";
+       jinja::html_escape(title) + "</text>\n";
   s += "<line x1=\"" + fmt("%.1f", kLeft) + "\" y1=\"" + fmt("%.1f", kTop + ph) + "\" x2=\"" +
        fmt("%.1f", kLeft + pw) + "\" y2=\"" + fmt("%.1f", kTop + ph) + "\" stroke=\"black\"/>\n";
   s += "<line x1=\"" + fmt("%.1f", kLeft) + "\" y1=\"" + fmt("%.1f", kTop) + "\" x2=\"" +

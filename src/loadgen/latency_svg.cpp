@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "chat/jinja_text.h"  // html_escape: valid XML text escaping
+
 namespace novaserve {
 namespace {
 
@@ -15,24 +17,6 @@ std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), f, v);
   return buf;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') {
-      out += "&amp;";
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '"') {
-      out += "&quot;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 // A round axis maximum >= v and its tick step: 1, 2 or 5 times a power of ten, ~5 ticks.
@@ -56,7 +40,7 @@ std::string line(double x1, double y1, double x2, double y2, const char* stroke)
 std::string text(double x, double y, const char* anchor, const std::string& s,
                  const char* color = "black") {
   return "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\" text-anchor=\"" + anchor +
-         "\" fill=\"" + color + "\">" + xml_escape(s) + "</text>\n";
+         "\" fill=\"" + color + "\">" + jinja::html_escape(s) + "</text>\n";
 }
 
 std::string label_of(double v, double step) {
@@ -85,7 +69,7 @@ std::string panel_axes(double top, double x_max, double x_step, double y_max, do
     const double mid = top + kPanelH / 2, x = kW - 14;
     s += "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", mid) +
          "\" text-anchor=\"middle\" fill=\"#9467bd\" transform=\"rotate(90 " + fmt("%.1f", x) +
-         " " + fmt("%.1f", mid) + ")\">" + xml_escape(right_label) + "</text>\n";
+         " " + fmt("%.1f", mid) + ")\">" + jinja::html_escape(right_label) + "</text>\n";
   }
   for (double v = 0; v <= x_max + x_step / 2; v += x_step) {
     s += text(kLeft + kPlotW * v / x_max, bottom + 16, "middle", label_of(v, x_step));
@@ -94,7 +78,7 @@ std::string panel_axes(double top, double x_max, double x_step, double y_max, do
   const double mid = top + kPanelH / 2;
   s += "<text x=\"18\" y=\"" + fmt("%.1f", mid) +
        "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " + fmt("%.1f", mid) + ")\">" +
-       xml_escape(y_label) + "</text>\n";
+       jinja::html_escape(y_label) + "</text>\n";
   return s;
 }
 
@@ -121,7 +105,7 @@ std::string latency_svg(const std::vector<RequestRecord>& records,
                   "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s += "<text x=\"" + fmt("%.0f", kW / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" +
-       xml_escape(title) + "</text>\n";
+       jinja::html_escape(title) + "</text>\n";
   s += panel_axes(kTop, x_max, x_step, y_max, y_step, "latency (s)", 0, 0, "");
   const double bottom = kTop + kPanelH;
   const size_t stride = std::max<size_t>(1, (records.size() + kMaxDrawn - 1) / kMaxDrawn);
