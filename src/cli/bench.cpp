@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "engine/bench_report.h"
 #include "engine/bench_runner.h"
@@ -37,9 +38,7 @@ struct BenchFlags {
 };
 
 int fail(std::string message) {
-  std::replace(message.begin(), message.end(), '\n', ' ');
-  std::fprintf(stderr, "novaserve bench: error: %s\n", message.c_str());
-  return 2;
+  return cli_error("bench", std::move(message));
 }
 
 bool write_file(const std::string& path, const std::string& text) {

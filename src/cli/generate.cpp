@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "common/utf8.h"
 #include "engine/sampler.h"
@@ -49,11 +50,8 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-int fail(const std::string& message) {
-  std::string line = message;
-  std::replace(line.begin(), line.end(), '\n', ' ');  // the error contract is one line
-  std::fprintf(stderr, "novaserve generate: error: %s\n", line.c_str());
-  return 2;
+int fail(std::string message) {
+  return cli_error("generate", std::move(message));
 }
 
 // Built-in ChatML rendering of one user message (SmolLM2's template without a system prompt);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "common/mmap_file.h"
 #include "gguf/gguf_file.h"
@@ -31,10 +32,8 @@ struct PerplexityCliOptions {
   bool exact = false;
 };
 
-int fail(std::string msg) {
-  std::replace(msg.begin(), msg.end(), '\n', ' ');  // the error contract is one line
-  std::fprintf(stderr, "novaserve perplexity: error: %s\n", msg.c_str());
-  return 2;
+int fail(std::string message) {
+  return cli_error("perplexity", std::move(message));
 }
 
 // "[=====     ]  42/389 windows" redrawn in place; only used when stderr is a terminal.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "quant/quantize_model.h"
 #include "quant/quantize_policy.h"
@@ -27,10 +28,8 @@ struct QuantizeCliOptions {
   int threads = 0;
 };
 
-int fail(std::string msg) {
-  std::replace(msg.begin(), msg.end(), '\n', ' ');  // the error contract is one line
-  std::fprintf(stderr, "novaserve quantize: error: %s\n", msg.c_str());
-  return 2;
+int fail(std::string message) {
+  return cli_error("quantize", std::move(message));
 }
 
 // A one-line bar redrawn in place with \r; only used when stderr is a terminal.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "model/kv_view.h"
@@ -94,9 +95,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
 }
 
 int fail(std::string message) {
-  std::replace(message.begin(), message.end(), '\n', ' ');
-  std::fprintf(stderr, "novaserve serve: error: %s\n", message.c_str());
-  return 2;
+  return cli_error("serve", std::move(message));
 }
 
 }  // namespace

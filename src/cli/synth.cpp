@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 
 namespace novaserve {
@@ -27,10 +28,7 @@ struct SynthFlags {
 };
 
 int fail(int code, const std::string& message) {
-  std::string line = message;
-  std::replace(line.begin(), line.end(), '\n', ' ');  // the error contract is one line
-  std::fprintf(stderr, "novaserve synth: error: %s\n", line.c_str());
-  return code;
+  return cli_error("synth", message, code);
 }
 
 std::string env_or(const char* name, const std::string& fallback) {

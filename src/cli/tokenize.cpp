@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "common/mmap_file.h"
 #include "common/utf8.h"
@@ -24,13 +25,8 @@ struct TokenizeOptions {
   const CLI::Option* file_opt = nullptr;
 };
 
-// Prints "novaserve tokenize: error: ..." as one line (newlines in messages become spaces).
-int fail(std::string msg) {
-  for (char& c : msg) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  std::fprintf(stderr, "novaserve tokenize: error: %s\n", msg.c_str());
-  return 2;
+int fail(std::string message) {
+  return cli_error("tokenize", std::move(message));
 }
 
 // Quotes a piece so that each token stays on the one output line: \n, \t, \r, \\, \' and
