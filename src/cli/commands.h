@@ -66,4 +66,11 @@ void register_perplexity(CLI::App& app, int& exit_code);
 /// an unreachable server, a refused key, an unwritable output file).
 void register_loadgen(CLI::App& app, int& exit_code);
 
+/// Adds `convert HF_DIR OUT [--type f16|bf16|f32]`: converts a Hugging Face Llama-family
+/// checkpoint (safetensors, config.json, tokenizer files) to GGUF (src/model/hf_convert.h).
+/// Sets `exit_code` to 0, or to 2 after a one-line error on stderr (bad --type, a missing or
+/// invalid directory/config/safetensors/tokenizer, an unsupported architecture, an unwritable
+/// output).
+void register_convert(CLI::App& app, int& exit_code);
+
 }  // namespace novaserve

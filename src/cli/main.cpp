@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   novaserve::register_serve(app, exit_code);
   novaserve::register_bench(app, exit_code);
   novaserve::register_quantize(app, exit_code);
+  novaserve::register_convert(app, exit_code);
   novaserve::register_perplexity(app, exit_code);
   novaserve::register_loadgen(app, exit_code);
 

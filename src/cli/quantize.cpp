@@ -11,6 +11,7 @@
 
 #include "cli/cli_error.h"
 #include "cli/commands.h"
+#include "common/progress_bar.h"
 #include "quant/quantize_model.h"
 #include "quant/quantize_policy.h"
 
@@ -30,17 +31,6 @@ struct QuantizeCliOptions {
 
 int fail(std::string message) {
   return cli_error("quantize", std::move(message));
-}
-
-// A one-line bar redrawn in place with \r; only used when stderr is a terminal.
-void draw_progress(uint64_t done, uint64_t total) {
-  constexpr int kWidth = 40;
-  const double f = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 1.0;
-  const int filled = static_cast<int>(f * kWidth);
-  std::fprintf(stderr, "\r[%.*s%*s] %5.1f%%", filled,
-               "========================================", kWidth - filled, "", f * 100.0);
-  if (done == total) std::fputc('\n', stderr);
-  std::fflush(stderr);
 }
 
 std::string mib(uint64_t bytes) {
@@ -135,7 +125,9 @@ int run_quantize(const QuantizeCliOptions& o) {
 
   QuantizeModelOptions mo;
   mo.threads = o.threads;
-  if (::isatty(STDERR_FILENO)) mo.progress = draw_progress;
+  if (::isatty(STDERR_FILENO)) {
+    mo.progress = [](uint64_t done, uint64_t total) { draw_progress_bar(done, total); };
+  }
   const auto t0 = std::chrono::steady_clock::now();
   auto result = quantize_model(o.in, o.out, *policy, mo);
   if (!result.ok()) return fail(result.error().message);

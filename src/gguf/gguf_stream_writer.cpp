@@ -155,11 +155,12 @@ Result<std::unique_ptr<GgufStreamWriter>> GgufStreamWriter::create(
   w->file_size_ = h.bytes().size() + offset;
   w->tensors_ = std::move(tensors);
 
-  w->path_ = path;
   w->file_ = std::fopen(path.c_str(), "wb");
   if (w->file_ == nullptr) {
     return Err(ErrorCode::kIo, path + ": cannot open for writing: " + std::strerror(errno));
   }
+  // Only now: the destructor removes path_, which must never be a file this writer did not open.
+  w->path_ = path;
   NOVASERVE_RETURN_IF_ERROR(w->put(h.bytes().data(), h.bytes().size()));
   return w;
 }
@@ -211,9 +212,13 @@ Status GgufStreamWriter::finish() {
                                              std::to_string(nbytes_[current_]) + " bytes");
   }
   const bool flushed = std::fflush(file_) == 0;
+  const int flush_errno = errno;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
-  if (!flushed || !closed) return Err(ErrorCode::kIo, path_ + ": flush/close failed");
+  if (!flushed || !closed) {
+    return Err(ErrorCode::kIo,
+               path_ + ": flush/close failed: " + std::strerror(flushed ? errno : flush_errno));
+  }
   finished_ = true;
   return {};
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/temp_output.h"
 #include "common/thread_pool.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_stream_writer.h"
@@ -91,7 +92,11 @@ Result<SynthReport> write_synth_gguf(const std::string& path, const SynthOptions
     decls.push_back(t.decl);
     report.n_params += static_cast<uint64_t>(t.n_in) * static_cast<uint64_t>(t.n_rows);
   }
-  auto writer = GgufStreamWriter::create(path, *kvs, std::move(decls));
+  // Written next to `path` and renamed over it only when complete: an existing file there
+  // survives any failure below.
+  auto temp = TempOutput::create(path);
+  if (!temp.ok()) return temp.error();
+  auto writer = GgufStreamWriter::create((*temp)->path(), *kvs, std::move(decls));
   if (!writer.ok()) return writer.error();
   GgufStreamWriter& w = **writer;
 
@@ -125,6 +130,7 @@ Result<SynthReport> write_synth_gguf(const std::string& path, const SynthOptions
   }
   NOVASERVE_RETURN_IF_ERROR(wait_pending());
   NOVASERVE_RETURN_IF_ERROR(w.finish());
+  NOVASERVE_RETURN_IF_ERROR((*temp)->commit());
   report.file_bytes = w.file_size();
   report.n_tensors = w.tensors().size();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

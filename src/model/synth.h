@@ -37,7 +37,9 @@ struct SynthReport {
 /// tokenizer source), never on n_threads.
 /// Errors: kInvalidInput for an unknown preset (message lists the presets) or a bad tokenizer
 /// source; kUnsupported for an unsupported type; kNotFound/kIo for the tokenizer source; kIo
-/// naming `path` when it cannot be written (no partial file is left behind).
+/// naming `path` when it cannot be written. The file is written as `path`.tmp-PID (TempOutput)
+/// and renamed to `path` only when complete, so a failure leaves no partial file and an
+/// existing file at `path` unchanged.
 Result<SynthReport> write_synth_gguf(const std::string& path, const SynthOptions& options);
 
 }  // namespace novaserve

@@ -1,19 +1,14 @@
 #include "quant/quantize_model.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
 
+#include "common/temp_output.h"
 #include "common/thread_pool.h"
 #include "gguf/gguf_stream_writer.h"
 #include "gguf/gguf_writer.h"
@@ -46,42 +41,6 @@ std::string join_types(const std::vector<GgmlType>& types) {
   }
   return s;
 }
-
-// The temporary output file; removed on destruction unless commit() renamed it into place.
-class TempOutput {
- public:
-  static Result<std::unique_ptr<TempOutput>> create(const std::string& final_path) {
-    auto t = std::unique_ptr<TempOutput>(new TempOutput());
-    t->final_ = final_path;
-    t->path_ = final_path + ".tmp-" + std::to_string(::getpid());
-    // O_EXCL: never clobber a file we did not create; 0666 lets the umask decide, as for OUT.
-    const int fd = ::open(t->path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-      return Err(ErrorCode::kIo, "cannot write " + final_path + ": cannot create " + t->path_ +
-                                     ": " + std::strerror(errno));
-    }
-    ::close(fd);
-    t->created_ = true;
-    return t;
-  }
-  ~TempOutput() {
-    if (created_ && !committed_) ::unlink(path_.c_str());
-  }
-  const std::string& path() const { return path_; }
-  Status commit() {
-    if (std::rename(path_.c_str(), final_.c_str()) != 0) {
-      return Err(ErrorCode::kIo,
-                 "cannot rename " + path_ + " to " + final_ + ": " + std::strerror(errno));
-    }
-    committed_ = true;
-    return {};
-  }
-
- private:
-  TempOutput() = default;
-  std::string path_, final_;
-  bool created_ = false, committed_ = false;
-};
 
 Status check_paths(const std::string& in_path, const std::string& out_path) {
   std::error_code ec;

@@ -2,7 +2,8 @@
 # CLI test for `novaserve quantize`. Usage: quantize.sh NOVASERVE_BINARY
 # Quantizes the default model to q8_0, to a mixed policy and to q4_k (fallback), checks the
 # tensor types with `inspect`, generates a few greedy tokens from each output, and checks that
-# bad arguments exit 2 with one line on stderr and leave no output file behind.
+# bad arguments exit 2 with one line on stderr and leave no output file behind, and that a
+# failure while writing keeps an existing OUT unchanged.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
 
 if [ ! -f "$MODEL" ]; then
@@ -105,5 +106,48 @@ expect_exit2 "OUT same as IN (other spelling)" "$BIN" quantize "$TMP/in.gguf" "$
   --type q8_0
 [ "$(sha256sum <"$TMP/in.gguf")" = "$sum" ] || fail "OUT same as IN: the input changed"
 ls "$TMP"/in.gguf.tmp-* >/dev/null 2>&1 && fail "OUT same as IN: a temporary file was left"
+
+# 5. A failure after OUT would be opened keeps an existing OUT byte-identical and leaves no
+# OUT.tmp-* behind: a GGUF whose second matrix holds a NaN fails in quantize_row, after the
+# header and the first tensor went out (ok.gguf is the same file without the NaN).
+python3 - "$TMP/nan.gguf" "$TMP/ok.gguf" <<'PY'
+import struct, sys
+def gguf_str(s):
+    return struct.pack("<Q", len(s)) + s.encode()
+rows = 32
+good = [((i * 7) % 13 - 6) / 8.0 for i in range(rows * rows)]
+bad = list(good)
+bad[rows * rows - 5] = float("nan")  # in the last row, so the rows before it convert fine
+def write_gguf(path, tensors):
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 1)
+    out += gguf_str("general.architecture") + struct.pack("<I", 8) + gguf_str("llama")
+    offset = 0
+    for name, values in tensors:
+        # 2 dims {32, 32}, type 0 (f32); 4 KiB per tensor keeps every offset 32-aligned.
+        out += gguf_str(name) + struct.pack("<IQQIQ", 2, rows, rows, 0, offset)
+        offset += 4 * len(values)
+    out += b"\0" * (-len(out) % 32)
+    for _, values in tensors:
+        out += struct.pack(f"<{len(values)}f", *values)
+    open(path, "wb").write(out)
+write_gguf(sys.argv[1], [("blk.0.attn_q.weight", good), ("blk.0.attn_k.weight", bad)])
+write_gguf(sys.argv[2], [("blk.0.attn_q.weight", good), ("blk.0.attn_k.weight", good)])
+PY
+mkdir "$TMP/keep"
+printf 'sentinel: an older model\n\0\377' >"$TMP/keep/out.gguf"
+sum=$(sha256sum <"$TMP/keep/out.gguf")
+if expect_exit2 "NaN in the second tensor" "$BIN" quantize "$TMP/nan.gguf" "$TMP/keep/out.gguf" \
+  --type q8_0 --threads 2; then
+  grep -q "blk.0.attn_k.weight" "$TMP/err" || fail "NaN: the error does not name the tensor"
+fi
+[ "$(sha256sum <"$TMP/keep/out.gguf")" = "$sum" ] || fail "late failure: the existing OUT changed"
+ls "$TMP"/keep/out.gguf.tmp-* >/dev/null 2>&1 && fail "late failure: a temporary file was left"
+[ "$(ls "$TMP/keep")" = out.gguf ] || fail "late failure: unexpected files: $(ls "$TMP/keep")"
+# Without the NaN it quantizes, replacing the sentinel.
+"$BIN" quantize "$TMP/ok.gguf" "$TMP/keep/out.gguf" --type q8_0 --threads 2 >/dev/null 2>&1 ||
+  fail "quantize over an existing OUT failed"
+expect_types "$TMP/keep/out.gguf" blk.0.attn_q.weight=q8_0 blk.0.attn_k.weight=q8_0
+[ "$(ls "$TMP/keep")" = out.gguf ] || fail "success: unexpected files: $(ls "$TMP/keep")"
+echo "ok: an existing OUT survives a late failure"
 
 finish

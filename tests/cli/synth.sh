@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
 # CLI test for `novaserve synth`. Usage: synth.sh NOVASERVE_BINARY
 # A smollm2-135m Q4_0 file is written, inspected and generated from; the same seed gives the same
-# bytes; bad flags exit 2 with one line on stderr.
+# bytes; bad flags exit 2 with one line on stderr; a failure while writing keeps an existing
+# output file unchanged.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
+
+# with_file_limit KIB COMMAND...: COMMAND with files limited to KIB KiB; SIGXFSZ is ignored, so
+# a write past the limit fails with EFBIG (as on a full disk) instead of killing the process.
+with_file_limit() {
+  local kib=$1
+  shift
+  (
+    trap '' XFSZ
+    ulimit -f "$kib"
+    exec "$@"
+  )
+}
 
 expect_error() {
   local what=$1
@@ -48,5 +61,27 @@ grep -q "6 tokens" "$TMP/gen.err" || fail "generate did not produce 6 tokens: $(
 "$BIN" synth --preset smollm2-135m --type q4_0 -o "$TMP/again.gguf" --seed 3 --threads 1 \
   2>/dev/null || fail "second synth exited $?"
 cmp -s "$OUT" "$TMP/again.gguf" || fail "same seed, different threads: files differ"
+
+# A failure after the output would be opened keeps an existing file byte-identical and leaves no
+# OUT.tmp-* behind. Synthetic weights cannot fail to quantize, so the failure is a file-size
+# limit (RLIMIT_FSIZE) that lets the header (about 2 MiB of tokenizer) through and stops the
+# tensor data part way.
+mkdir "$TMP/keep"
+printf 'sentinel: an older model\n\0\377' >"$TMP/keep/out.gguf"
+sum=$(sha256sum <"$TMP/keep/out.gguf")
+# synth exits 1 (not 2) on an I/O error: the input was fine.
+with_file_limit 8192 "$BIN" synth --preset smollm2-135m --type q4_0 -o "$TMP/keep/out.gguf" \
+  --seed 3 --threads 2 2>"$TMP/err"
+rc=$?
+if [ $rc -ne 1 ]; then
+  fail "8 MiB file limit: exit $rc, expected 1: $(head -c 300 "$TMP/err")"
+elif [ "$(wc -l <"$TMP/err")" -ne 1 ] || ! grep -q "tmp-[0-9]*: write failed" "$TMP/err"; then
+  fail "8 MiB file limit: expected one line naming a failed write: $(head -c 300 "$TMP/err")"
+else
+  echo "ok (exit 1): write fails while streaming: $(cat "$TMP/err")"
+fi
+[ "$(sha256sum <"$TMP/keep/out.gguf")" = "$sum" ] || fail "late failure: the existing file changed"
+ls "$TMP"/keep/out.gguf.tmp-* >/dev/null 2>&1 && fail "late failure: a temporary file was left"
+[ "$(ls "$TMP/keep")" = out.gguf ] || fail "late failure: unexpected files: $(ls "$TMP/keep")"
 
 finish
