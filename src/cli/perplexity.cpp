@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -15,7 +14,10 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "common/mmap_file.h"
+#include "common/progress_bar.h"
+#include "engine/paged_kv_cache.h"
 #include "gguf/gguf_file.h"
+#include "model/kv_view.h"
 #include "model/llama_model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -30,21 +32,11 @@ struct PerplexityCliOptions {
   int64_t max_tokens = 0;
   int threads = 0;
   bool exact = false;
+  std::string kv_cache_dtype = "f32";
 };
 
 int fail(std::string message) {
   return cli_error("perplexity", std::move(message));
-}
-
-// "[=====     ]  42/389 windows" redrawn in place; only used when stderr is a terminal.
-void draw_progress(int64_t done, int64_t total) {
-  constexpr int kWidth = 40;
-  const int filled = static_cast<int>(kWidth * done / std::max<int64_t>(total, 1));
-  std::fprintf(stderr, "\r[%.*s%*s] %lld/%lld windows", filled,
-               "========================================", kWidth - filled, "",
-               static_cast<long long>(done), static_cast<long long>(total));
-  if (done == total) std::fputc('\n', stderr);
-  std::fflush(stderr);
 }
 
 int run_perplexity(const PerplexityCliOptions& o) {
@@ -55,6 +47,10 @@ int run_perplexity(const PerplexityCliOptions& o) {
   }
   if (o.max_tokens < 0) return fail("--max-tokens must be >= 0 (0 = the whole file)");
   if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
+  const auto kv_type = parse_kv_cache_dtype(o.kv_cache_dtype);
+  if (!kv_type) {
+    return fail("--kv-cache-dtype must be f32, f16, q8 or q4 (got '" + o.kv_cache_dtype + "')");
+  }
 
   auto text_file = MmapFile::open(o.file);
   if (!text_file.ok()) return fail("--file: " + text_file.error().message);
@@ -83,8 +79,14 @@ int run_perplexity(const PerplexityCliOptions& o) {
   po.stride = o.stride;
   po.bos_id = tok.add_bos() ? tok.bos_id() : -1;
   po.mode = o.exact ? ActQuant::kNone : ActQuant::kQ8;
+  po.kv_type = *kv_type;
   po.pool = &cpu->pool();
-  if (::isatty(STDERR_FILENO)) po.progress = draw_progress;
+  if (::isatty(STDERR_FILENO)) {
+    po.progress = [](int64_t done, int64_t total) {
+      draw_progress_bar(static_cast<uint64_t>(done), static_cast<uint64_t>(total), stderr,
+                        "windows");
+    };
+  }
   auto r = compute_perplexity(**model, tokens, po);
   if (!r.ok()) return fail(r.error().message);
 
@@ -95,6 +97,10 @@ int run_perplexity(const PerplexityCliOptions& o) {
   std::printf("windows: %zu of %lld tokens, stride %lld; %s mode, %d threads\n", r->windows.size(),
               static_cast<long long>(o.ctx), static_cast<long long>(o.stride),
               o.exact ? "exact" : "fast (q8 activations)", cpu->n_threads());
+  std::printf("KV cache: %s, %llu bytes/token\n",
+              std::string(ggml_type_traits(*kv_type).name).c_str(),
+              static_cast<unsigned long long>(
+                  PagedKvCache::bytes_per_block((**model).config(), 1, *kv_type)));
   std::printf("scored tokens: %lld\n", static_cast<long long>(s.n));
   std::printf("mean NLL: %.6f nats/token (standard error %.6f)\n", s.mean_nll, s.std_error);
   std::printf("PPL: %.4f +/- %.4f (1 s.e.), 95%% CI [%.4f, %.4f]\n", s.ppl, s.ppl * s.std_error,
@@ -124,6 +130,8 @@ void register_perplexity(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "CPU threads; 0 = all cores")->capture_default_str();
   cmd->add_flag("--exact", o->exact, "f32 activations in every matmul (default: 8-bit)");
+  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "KV cache type: f32, f16, q8 or q4")
+      ->capture_default_str();
   cmd->callback([o, &exit_code] { exit_code = run_perplexity(*o); });
 }
 

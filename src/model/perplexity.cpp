@@ -98,7 +98,7 @@ Result<PerplexityResult> compute_perplexity(LlamaModel& model, std::span<const i
                      " outside the vocabulary of " + std::to_string(cfg.n_vocab));
     }
   }
-  auto kv = SequenceKvCache::create(cfg, ctx);
+  auto kv = SequenceKvCache::create(cfg, ctx, uint64_t{1} << 36, options.kv_type);
   if (!kv.ok()) return kv.error();
 
   PerplexityResult result;

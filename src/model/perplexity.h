@@ -29,6 +29,7 @@
 #include "common/result.h"
 #include "common/thread_pool.h"
 #include "model/llama_model.h"
+#include "quant/ggml_type.h"
 
 namespace novaserve {
 
@@ -68,6 +69,9 @@ struct PerplexityOptions {
   int64_t stride = 256;  ///< tokens between window starts = tokens scored per window
   int32_t bos_id = -1;   ///< >= 0: the first token of every window is replaced by this id
   ActQuant mode = ActQuant::kQ8;
+  /// Element type of the KV cache (F32, F16, Q8_0 or Q4_0, see kv_type_supported): K and V are
+  /// rounded to it when stored, as in `generate` and `serve`, so the PPL includes that loss.
+  GgmlType kv_type = GgmlType::kF32;
   /// Runs the log-softmax over scored tokens (e.g. the CpuBackend's pool); null: calling thread.
   ThreadPool* pool = nullptr;
   /// Called after each window with (windows done, windows total).
@@ -85,11 +89,12 @@ struct PerplexityResult {
 
 /// Perplexity of `tokens` under `model` (see the file comment for the definition).
 /// Each window runs as at most two groups of forward steps of <= 512 tokens on one
-/// SequenceKvCache of `ctx` positions: the unscored prefix without logits except its last, then
-/// the scored tokens with all logits.
-/// Errors: those of plan_perplexity_windows; kInvalidInput when ctx exceeds the model's training
-/// context, bos_id or a token is outside the vocabulary (message names the token index); errors
-/// of SequenceKvCache::create and LlamaModel::forward.
+/// SequenceKvCache of `ctx` positions of type `kv_type`: the unscored prefix without logits except
+/// its last, then the scored tokens with all logits. Errors: those of plan_perplexity_windows;
+/// kInvalidInput when ctx exceeds the model's training context, bos_id or a token is outside the
+/// vocabulary (message names the token index); errors of SequenceKvCache::create (kInvalidInput
+/// when kv_type cannot hold the model's head_dim, e.g. Q8_0 with head_dim 16) and
+/// LlamaModel::forward.
 Result<PerplexityResult> compute_perplexity(LlamaModel& model, std::span<const int32_t> tokens,
                                             const PerplexityOptions& options);
 

@@ -33,14 +33,17 @@ month, measuring the fields and asking questions about floods."
   echo "text: a fixed paragraph (data/kjv.txt not present)"
 fi
 
-# check_report FILE CTX STRIDE MODE: the report's lines, the scored-token count and the PPL.
+# check_report FILE CTX STRIDE MODE [KV]: the report's lines, the scored-token count and the PPL.
+# KV is the KV cache line expected (default f32: SmolLM2 stores 2 * 30 layers * 3 heads * 64
+# values per token, 4 bytes each).
 check_report() {
-  local out=$1 ctx=$2 stride=$3 mode=$4
+  local out=$1 ctx=$2 stride=$3 mode=$4 kv=${5:-"f32, 46080"}
   local used scored ppl lo hi
   used=$(sed -n 's/^file: .* tokens; first \([0-9]*\) used)$/\1/p' "$out")
   [ -n "$used" ] || { fail "no 'file:' line: $(cat "$out")"; return; }
   grep -q "^windows: [0-9]* of $ctx tokens, stride $stride; $mode mode, 2 threads$" "$out" ||
     fail "bad 'windows:' line: $(grep windows "$out")"
+  grep -q "^KV cache: $kv bytes/token$" "$out" || fail "bad 'KV cache:' line: $(grep KV "$out")"
   scored=$(sed -n 's/^scored tokens: \([0-9]*\)$/\1/p' "$out")
   # llama.cpp's strided rule: ceil((N - ctx) / stride) windows, each scoring `stride` tokens.
   local want=$((((used - ctx + stride - 1) / stride) * stride))
@@ -69,6 +72,13 @@ rc=$?
 [ $rc -eq 0 ] || fail "exact run: exit $rc: $(cat "$TMP/exact.err")"
 [ $rc -eq 0 ] && check_report "$TMP/exact.out" 128 64 exact
 
+# A q4_0 KV cache: 11520 values per token in 32-value blocks of 18 bytes.
+"$BIN" perplexity -m "$MODEL" -f "$TEXT" --ctx 128 --stride 64 --max-tokens 400 --threads 2 \
+  --kv-cache-dtype q4 >"$TMP/kvq4.out" 2>"$TMP/kvq4.err"
+rc=$?
+[ $rc -eq 0 ] || fail "q4 KV run: exit $rc: $(cat "$TMP/kvq4.err")"
+[ $rc -eq 0 ] && check_report "$TMP/kvq4.out" 128 64 "fast (q8 activations)" "q4_0, 6480"
+
 # Errors.
 printf 'Too short for one window.\n' >"$TMP/short.txt"
 p() { expect_exit2 "$1" "$BIN" perplexity "${@:2}"; }
@@ -86,5 +96,7 @@ p "negative --max-tokens" -m "$MODEL" -f "$TEXT" --max-tokens -5
 p "ctx beyond the training context" -m "$MODEL" -f "$TEXT" --ctx 9000 --stride 100
 grep -q "training context" "$TMP/err" || fail "ctx 9000: message does not say why: $(cat "$TMP/err")"
 p "no --file" -m "$MODEL"
+p "bad --kv-cache-dtype" -m "$MODEL" -f "$TEXT" --kv-cache-dtype q5
+grep -q "kv-cache-dtype" "$TMP/err" || fail "bad --kv-cache-dtype: message does not name the flag"
 
 finish
