@@ -2,9 +2,11 @@
 # Included from the top-level CMakeLists.txt after novaserve_core is defined. Both options are
 # off by default, so the CPU build and CI never need a GPU toolchain.
 #
-#   NOVASERVE_CUDA  novaserve_gpu (static lib, cuBLAS) + gpu_op_test (all tests/gpu/*.cu); arch from
+#   NOVASERVE_CUDA  novaserve_gpu (static lib, cuBLAS), linked into the novaserve binary
+#                   (--device cuda), + gpu_op_test (all tests/gpu/*.cu); arch from
 #                   CMAKE_CUDA_ARCHITECTURES (default 90: H100/H200).
-#   NOVASERVE_HIP   novaserve_gpu_hip (static lib) + gpu_op_test_hip, compiled by calling hipcc
+#   NOVASERVE_HIP   novaserve_gpu_hip (static lib, linked into novaserve for --device hip) +
+#                   gpu_op_test_hip, compiled by calling hipcc
 #                   directly: CMake 3.25's LANGUAGE HIP does not find Debian's hip-lang config.
 #                   Arch list from NOVASERVE_HIP_ARCHS (default gfx90a: MI200). gpu_blas.cu is
 #                   left out because hipBLAS is not packaged in Debian bookworm.
@@ -49,6 +51,9 @@ if(NOVASERVE_CUDA)
   novaserve_cuda_target(novaserve_gpu)
   target_compile_definitions(novaserve_gpu PUBLIC NOVASERVE_GPU_HAS_BLAS=1)
   target_link_libraries(novaserve_gpu PUBLIC novaserve_core CUDA::cudart_static CUDA::cublas)
+  # The CLI's --device cuda (src/cli/device_flags.cpp).
+  target_link_libraries(novaserve PRIVATE novaserve_gpu)
+  target_compile_definitions(novaserve PRIVATE NOVASERVE_WITH_GPU=1)
 
   if(NOVASERVE_TESTS)
     find_package(GTest REQUIRED)
@@ -93,6 +98,9 @@ if(NOVASERVE_HIP)
   add_library(novaserve_gpu_hip STATIC ${_novaserve_hip_objects})
   set_target_properties(novaserve_gpu_hip PROPERTIES LINKER_LANGUAGE CXX)
   target_link_libraries(novaserve_gpu_hip PUBLIC novaserve_core ${NOVASERVE_AMDHIP64})
+  # The CLI's --device hip (src/cli/device_flags.cpp).
+  target_link_libraries(novaserve PRIVATE novaserve_gpu_hip)
+  target_compile_definitions(novaserve PRIVATE NOVASERVE_WITH_GPU=1)
 
   if(NOVASERVE_TESTS)
     find_package(GTest REQUIRED)

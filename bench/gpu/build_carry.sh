@@ -3,7 +3,8 @@
 # build-gpucarry/ (git-ignored), for the device tool's `carry`. Usage: bench/gpu/build_carry.sh
 #
 #   bin/gpu_op_test   the GPU tests, all of tests/gpu/*.cu (CUDA, sm_90)
-#   bin/novaserve     the CLI (for `synth` on the GPU machine: an 8B file is too big to carry),
+#   bin/novaserve     the CLI with --device cuda (serve/generate/bench on the GPU, and `synth`:
+#                     an 8B file is too big to carry),
 #   lib/              with the two shared libraries it needs that the GPU image lacks
 #   shared/testdata/tokenizers/   the vocab GGUFs of the synth presets (NOVASERVE_SHARED_DIR)
 #
@@ -11,7 +12,9 @@
 # packages the project configures against (nlohmann-json, CLI11, PCRE2, GoogleTest, Boost,
 # prometheus-cpp), so the cuda preset cannot configure there. The test binary links GoogleTest
 # and the CUDA runtime statically and drops unused shared libraries (--as-needed), so it needs
-# only glibc, libstdc++, libgcc and cuBLAS (part of CUDA 13) at run time; this script checks that.
+# only glibc, libstdc++, libgcc, cuBLAS (part of CUDA 13) and the carried PCRE2 (the tokenizer's
+# regex engine, for the GPU-vs-CPU tests on the default model) at run time; this script checks
+# that.
 set -eu
 cd "$(dirname "$0")/../.."
 
@@ -31,15 +34,15 @@ cp "$VOCABS/ggml-vocab-llama-bpe.gguf" "$VOCABS/ggml-vocab-qwen2.gguf" \
   "$CARRY/shared/testdata/tokenizers/"
 
 # Every shared library must be one the GPU machine has.
-bad=$(ldd "$CARRY/bin/gpu_op_test" | awk '{print $1}' |
-  grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|lib(c|m|dl|rt|pthread|stdc\+\+|gcc_s)\.so|libcublas(Lt)?\.so\.13)' ||
+bad=$(LD_LIBRARY_PATH=$CARRY/lib ldd "$CARRY/bin/gpu_op_test" | awk '{print $1}' |
+  grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|lib(c|m|dl|rt|pthread|stdc\+\+|gcc_s)\.so|libcublas(Lt)?\.so\.13|libpcre2-8)' ||
   true)
 if [ -n "$bad" ]; then
   echo "build_carry: unexpected shared libraries: $bad" >&2
   exit 1
 fi
 missing=$(LD_LIBRARY_PATH=$CARRY/lib ldd "$CARRY/bin/novaserve" | awk '{print $1}' |
-  grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|lib(c|m|stdc\+\+|gcc_s)\.so|libprometheus-cpp-core|libpcre2-8)' ||
+  grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|lib(c|m|dl|rt|pthread|stdc\+\+|gcc_s)\.so|libcublas(Lt)?\.so\.13|libprometheus-cpp-core|libpcre2-8)' ||
   true)
 if [ -n "$missing" ]; then
   echo "build_carry: novaserve needs unexpected shared libraries: $missing" >&2

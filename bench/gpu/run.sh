@@ -1,23 +1,56 @@
 #!/usr/bin/env bash
 # GPU machine entry point: runs the GPU tests and writes a report to OUTDIR. All of tests/gpu/*.cu
 # (op tests, paged attention, weight arena) are one binary, gpu_op_test.
-# Usage: bench/gpu/run.sh OUTDIR [--synth]
+# Usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--synth]
 #
-# --synth also times `novaserve synth` (carried build-gpucarry/bin/novaserve) for llama3-8b and
-# u15-lite-12b Q4_0 on all cores, writing to $TMPDIR and deleting the files (synth.txt).
+# --model GGUF  the default model (SmolLM2-135M-Instruct Q4_1): the GPU runner tests compare it
+#               (and a synth model of its shape) with the CPU at batch 32; without it they skip.
+# --e2e         the server's e2e suites (tests/e2e, raw-HTTP mode: no openai package there) against
+#               `novaserve serve --device cuda` on that model (e2e_server.log, e2e_malformed.log).
+# --bench       synthesizes llama3-8b, qwen2-7b and u15-lite-12b Q4_0 (synth.txt) before the GPU
+#               tests, whose SynthPresetsMatchCpu compares them with the CPU, then runs
+#               `novaserve bench --device cuda` on llama3-8b: decode at batch 1 and 32, prefill
+#               of 2048-token prompts, load time (bench-8b.*), and a per-op profile.
+# --serve       with --bench: `novaserve serve --device cuda` on that model and
+#               `novaserve loadgen --workload fin-qa --find-max-qps` under the seed's SLO (TTFT
+#               P95 <= 187 ms, P99 <= 238 ms) (serve-8b.log, loadgen-8b.log).
+# --synth       times `novaserve synth` for llama3-8b and u15-lite-12b Q4_0 (synth.txt).
+# Synthesized files go to $TMPDIR and are deleted.
 #
 # Uses build-gpucarry/bin/gpu_op_test when present (built on the development machine by
 # bench/gpu/build_carry.sh and passed with the device tool's `carry`), else builds the cuda preset
 # here (which needs the Debian -dev packages the project configures against).
 #
-# OUTDIR gets: env.txt (GPU, driver, date), ldd.txt, gpu_op_test.log, gpu_op_test.xml (GoogleTest
-# XML), summary.md. Exit status: that of the op tests (0 = all passed). Tests that skip for lack
+# OUTDIR gets: env.txt (GPU, driver, date), ldd.txt, gpu_op_test.log, summary.md, and the logs
+# of the stages asked for. Exit status: that of the op tests (0 = all passed). Tests that skip for lack
 # of a GPU count as passed on a machine without one, and as a failure where nvidia-smi lists a
 # GPU (the runtime could not use it).
 set -u
-OUT=${1:?usage: bench/gpu/run.sh OUTDIR [--synth]}
+OUT=${1:?usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--synth]}
+shift
 SYNTH=0
-[ "${2:-}" = --synth ] && SYNTH=1
+E2E=0
+BENCH=0
+SERVE=0
+MODEL=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --synth) SYNTH=1 ;;
+    --e2e) E2E=1 ;;
+    --bench) BENCH=1 ;;
+    --serve) SERVE=1 ;;
+    --model)
+      MODEL=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+      shift
+      ;;
+    *)
+      echo "run.sh: unknown argument $1" >&2
+      exit 2
+      ;;
+  esac
+  shift
+done
+[ -n "$MODEL" ] && export NOVASERVE_MODEL=$MODEL
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -38,6 +71,8 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
   $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
   [ -d "$d" ] && LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
+# The carried PCRE2 and prometheus-cpp (bench/gpu/build_carry.sh).
+LD_LIBRARY_PATH="$ROOT/build-gpucarry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LD_LIBRARY_PATH
 
 BIN=build-gpucarry/bin/gpu_op_test
@@ -53,8 +88,21 @@ if [ ! -x "$BIN" ]; then
 fi
 ldd "$BIN" >"$OUT/ldd.txt" 2>&1
 
+# With --bench, synth models of the big presets for the GPU-vs-CPU test SynthPresetsMatchCpu.
+NS=$ROOT/bench/gpu/novaserve-carried.sh
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/synth.XXXXXX")
+if [ $BENCH -eq 1 ]; then
+  synth_models=
+  for preset in llama3-8b qwen2-7b u15-lite-12b; do
+    "$NS" synth --preset "$preset" --type q4_0 -o "$scratch/$preset.gguf" 2>&1 |
+      tee -a "$OUT/synth.txt"
+    synth_models=${synth_models:+$synth_models:}$scratch/$preset.gguf
+  done
+  export NOVASERVE_GPU_SYNTH_MODELS=$synth_models
+fi
+
 start=$(date +%s)
-"$BIN" --gtest_output="xml:$OUT/gpu_op_test.xml" >"$OUT/gpu_op_test.log" 2>&1
+timeout 420 "$BIN" >"$OUT/gpu_op_test.log" 2>&1
 rc=$?
 secs=$(($(date +%s) - start))
 
@@ -65,7 +113,8 @@ secs=$(($(date +%s) - start))
   echo
   echo "exit status $rc after ${secs} s ($BIN)"
   echo
-  grep -E '^\[ *(PASSED|FAILED|SKIPPED) *\]|^\[==========\]' "$OUT/gpu_op_test.log" | sed 's/^/    /'
+  grep -E '^\[ *(PASSED|FAILED|SKIPPED) *\]|^\[==========\]|^\[ lockstep \]' "$OUT/gpu_op_test.log" |
+    sed 's/^/    /'
   if grep -q 'Skipped$' "$OUT/gpu_op_test.log"; then
     echo
     echo "first skip reason: $(grep -m1 -A1 'Skipped$' "$OUT/gpu_op_test.log" | tail -1)"
@@ -73,17 +122,76 @@ secs=$(($(date +%s) - start))
 } >"$OUT/summary.md"
 cat "$OUT/summary.md"
 if [ $SYNTH -eq 1 ]; then
-  NS=build-gpucarry/bin/novaserve
-  scratch=$(mktemp -d "${TMPDIR:-/tmp}/synth.XXXXXX")
   for preset in llama3-8b u15-lite-12b; do
-    LD_LIBRARY_PATH="$ROOT/build-gpucarry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      NOVASERVE_SHARED_DIR="$ROOT/build-gpucarry/shared" \
-      "$NS" synth --preset "$preset" --type q4_0 -o "$scratch/$preset.gguf" 2>&1 |
+    "$NS" synth --preset "$preset" --type q4_0 -o "$scratch/timed-$preset.gguf" 2>&1 |
       tee -a "$OUT/synth.txt"
-    rm -f "$scratch/$preset.gguf"
+    rm -f "$scratch/timed-$preset.gguf"
   done
-  rmdir "$scratch"
 fi
+
+# Server e2e suites against the GPU backend (the suites' raw-HTTP mode: tests that need the
+# openai package skip here; they run against the CPU in `make test`).
+e2e_rc=0
+if [ $E2E -eq 1 ]; then
+  if [ -z "$MODEL" ]; then
+    echo "run.sh: --e2e needs --model" >&2
+    e2e_rc=1
+  else
+    export NOVASERVE_BIN=$NS NOVASERVE_E2E_SERVER_ARGS="--device cuda"
+    export NOVASERVE_E2E_LOG=$OUT/e2e_server_stderr.log
+    timeout 300 python3 tests/e2e/test_server_e2e.py -v >"$OUT/e2e_server.log" 2>&1 || e2e_rc=1
+    timeout 300 python3 tests/e2e/malformed_http.py --binary "$NOVASERVE_BIN" --model "$MODEL" \
+      >"$OUT/e2e_malformed.log" 2>&1 || e2e_rc=1
+    unset NOVASERVE_E2E_SERVER_ARGS
+    echo "e2e suites with --device cuda: exit $e2e_rc (e2e_server.log, e2e_malformed.log)" |
+      tee -a "$OUT/summary.md"
+    tail -n 4 "$OUT/e2e_server.log" "$OUT/e2e_malformed.log"
+  fi
+fi
+
+# First GPU figures on synth llama3-8b Q4_0: prefill of 2048 tokens and decode at batch 1, decode
+# at batch 32 (prompt 1024, 128 generated: the baseline's batched-bench shape), then the same
+# shapes with NOVASERVE_GPU_PROFILE=1 for the time per op (bench-8b-profile.log).
+if [ $BENCH -eq 1 ]; then
+  m="$scratch/llama3-8b.gguf"  # written before the op tests
+  {
+    timeout 200 "$NS" bench --device cuda --model "$m" --batch 1 --prompt 2048 --gen 128 \
+      --json "$OUT/bench-8b-b1.json"
+    timeout 200 "$NS" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
+      --json "$OUT/bench-8b-b32.json"
+  } >"$OUT/bench-8b.log" 2>&1
+  echo "bench llama3-8b Q4_0 --device cuda: exit $? (bench-8b.log)" | tee -a "$OUT/summary.md"
+  cat "$OUT/bench-8b.log"
+  for b in 1 32; do
+    echo "== profile: batch $b, prompt 1024, gen 32"
+    NOVASERVE_GPU_PROFILE=1 timeout 200 "$NS" bench --device cuda --model "$m" --batch $b \
+      --prompt 1024 --gen 32 2>&1 | grep -A14 'gpu profile'
+  done >"$OUT/bench-8b-profile.log" 2>&1
+  cat "$OUT/bench-8b-profile.log"
+  if [ $SERVE -eq 1 ]; then
+    port=18080
+    "$NS" serve --device cuda --model "$m" --port $port >"$OUT/serve-8b.log" 2>&1 &
+    spid=$!
+    for _ in $(seq 120); do
+      curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+      sleep 1
+    done
+    timeout 420 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --find-max-qps \
+      --qps 6 --max-qps 40 --qps-tolerance 0.1 --duration 12s --slo-ttft-p95 187ms \
+      --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/loadgen-8b.json" \
+      >"$OUT/loadgen-8b.log" 2>&1
+    echo "loadgen fin-qa llama3-8b Q4_0 --device cuda: exit $? (loadgen-8b.log)" |
+      tee -a "$OUT/summary.md"
+    # Engine time split: whole steps vs the forward pass (the rest is scheduling and sampling).
+    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^novaserve_engine_(steps|step_seconds|forward_seconds)_total' |
+      tee -a "$OUT/loadgen-8b.log"
+    kill -TERM $spid
+    wait $spid
+    tail -n 30 "$OUT/loadgen-8b.log"
+  fi
+fi
+rm -rf "$scratch"
+[ $e2e_rc -ne 0 ] && rc=1
 
 if [ $rc -ne 0 ]; then
   echo

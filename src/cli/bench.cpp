@@ -11,6 +11,7 @@
 
 #include "cli/cli_error.h"
 #include "cli/commands.h"
+#include "cli/device_flags.h"
 #include "engine/bench_report.h"
 #include "engine/bench_runner.h"
 #include "engine/paged_kv_cache.h"
@@ -30,11 +31,11 @@ struct BenchFlags {
   int32_t threads = 0;
   uint64_t kv_cache_memory = 0;  // 0: enough for the largest grid point
   int32_t max_num_batched_tokens = 2048;
-  std::string device = "cpu";
+  DeviceFlags device;
   std::string csv, json, svg;
   double slo_itl_ms = 0;
   bool exact = false;
-  std::string kv_cache_dtype = "f32";
+  std::string kv_cache_dtype = "auto";
 };
 
 int fail(std::string message) {
@@ -55,9 +56,10 @@ std::string utc_now() {
 }
 
 int run(const BenchFlags& f) {
-  if (f.device != "cpu") {
-    return fail("--device " + f.device + ": this build has only the cpu backend");
-  }
+  const auto kv_type = resolve_kv_cache_dtype(f.device, f.kv_cache_dtype);
+  if (!kv_type.ok()) return fail(kv_type.error().message);
+  auto make_runner = device_runner_factory(f.device);
+  if (!make_runner.ok()) return fail(make_runner.error().message);
   for (int32_t v : f.batch) {
     if (v < 1) return fail("--batch values must be >= 1");
   }
@@ -79,10 +81,6 @@ int run(const BenchFlags& f) {
   auto tok = Tokenizer::from_gguf(*gguf);
   if (!tok.ok()) return fail(f.model + ": " + tok.error().message);
 
-  const auto kv_type = parse_kv_cache_dtype(f.kv_cache_dtype);
-  if (!kv_type) {
-    return fail("--kv-cache-dtype must be f32, f16, q8 or q4 (got '" + f.kv_cache_dtype + "')");
-  }
   auto cfg = ModelConfig::from_gguf(*gguf);
   if (!cfg.ok()) return fail(f.model + ": " + cfg.error().message);
   const int64_t longest = *std::max_element(f.prompt.begin(), f.prompt.end()) + int64_t{f.gen};
@@ -91,9 +89,11 @@ int run(const BenchFlags& f) {
                 " tokens exceeds the model's context of " + std::to_string(cfg->n_ctx_train));
   }
   EngineOptions o;
+  o.make_runner = std::move(make_runner.value());
+  o.gpu_memory_utilization = f.device.gpu_memory_utilization;
   o.n_threads = f.threads;
   o.kv_cache_memory = f.kv_cache_memory;
-  o.kv_cache_dtype = *kv_type;
+  o.kv_cache_dtype = kv_type.value();
   if (o.kv_cache_memory == 0) {
     // Every sequence of the largest point resident at once: batch * ceil((prompt + gen) / 16)
     // blocks.
@@ -110,7 +110,7 @@ int run(const BenchFlags& f) {
     for (int32_t b : f.batch) points.push_back({b, p, f.gen});
   }
   std::fprintf(stderr, "novaserve bench: %zu grid point%s on %s\n", points.size(),
-               points.size() == 1 ? "" : "s", f.device.c_str());
+               points.size() == 1 ? "" : "s", f.device.device.c_str());
   auto results = run_bench(gguf, **tok, o, points, [](const BenchResult& r) {
     std::fprintf(stderr,
                  "  batch %d prompt %d: prefill %.1f tok/s, TTFT max %.1f ms, decode %.1f tok/s "
@@ -133,7 +133,7 @@ int run(const BenchFlags& f) {
   }
   const std::vector<std::pair<std::string, std::string>> meta = {
       {"model", f.model},
-      {"device", f.device},
+      {"device", f.device.device},
       {"date", utc_now()},
       {"threads", std::to_string(f.threads)},
       {"activations", f.exact ? "f32" : "q8"},
@@ -172,14 +172,15 @@ void register_bench(CLI::App& app, int& exit_code) {
       ->transform(CLI::AsSizeValue(true));
   cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens, "token budget per step")
       ->capture_default_str();
-  cmd->add_option("--device", f->device, "cpu (GPU backends: see docs)")->capture_default_str();
+  add_device_flags(*cmd, f->device, /*with_memory_utilization=*/true);
   cmd->add_option("--csv", f->csv, "write results as CSV");
   cmd->add_option("--json", f->json, "write results as JSON");
   cmd->add_option("--svg", f->svg, "write a chart of decode tok/s against batch");
   cmd->add_option("--slo-itl-ms", f->slo_itl_ms,
                   "recommend the largest batch whose mean inter-token latency meets this");
   cmd->add_flag("--exact", f->exact, "f32 activations (default: 8-bit activations)");
-  cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype, "KV cache type: f32, f16, q8 or q4")
+  cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
+                  "KV cache type: auto (f32 on the CPU, f16 on a GPU), f32, f16, q8 or q4")
       ->capture_default_str();
   cmd->callback([f, &exit_code] { exit_code = run(*f); });
 }

@@ -1,4 +1,5 @@
-// `novaserve generate`: one prompt through the model on the CPU, streaming the completion.
+// `novaserve generate`: one prompt through the model on the CPU or a GPU, streaming the
+// completion.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "cli/cli_error.h"
 #include "cli/commands.h"
+#include "cli/device_flags.h"
 #include "common/utf8.h"
 #include "engine/sampler.h"
 #include "engine/sequence_kv_cache.h"
@@ -37,8 +39,9 @@ struct GenerateOptions {
   bool chat = false;
   int threads = 0;
   bool exact = false;
-  std::string kv_cache_dtype = "f32";
+  std::string kv_cache_dtype = "auto";
   bool ignore_eos = false;
+  DeviceFlags device;
 };
 
 // Prompt tokens per forward step during prefill: bounds the activation buffers for long prompts.
@@ -60,6 +63,12 @@ std::string chatml_user_prompt(const std::string& user) {
   return "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
 }
 
+Result<std::unique_ptr<ModelRunner>> cpu_runner(std::shared_ptr<const GgufFile> gguf, int threads) {
+  auto m = LlamaModel::create(std::move(gguf), std::make_unique<CpuBackend>(threads));
+  if (!m.ok()) return m.error();
+  return std::unique_ptr<ModelRunner>(std::move(m.value()));
+}
+
 int run_generate(const GenerateOptions& o) {
   if (o.max_tokens < 1) return fail("--max-tokens must be >= 1");
   if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
@@ -79,9 +88,13 @@ int run_generate(const GenerateOptions& o) {
   auto tokenizer = Tokenizer::from_gguf(*gguf);
   if (!tokenizer.ok()) return fail(o.model + ": " + tokenizer.error().message);
   const Tokenizer& tok = **tokenizer;
-  auto model_r = LlamaModel::create(gguf, std::make_unique<CpuBackend>(o.threads));
+  const auto kv_type = resolve_kv_cache_dtype(o.device, o.kv_cache_dtype);
+  if (!kv_type.ok()) return fail(kv_type.error().message);
+  auto make_runner = device_runner_factory(o.device);
+  if (!make_runner.ok()) return fail(make_runner.error().message);
+  auto model_r = *make_runner ? (*make_runner)(gguf) : cpu_runner(gguf, o.threads);
   if (!model_r.ok()) return fail(o.model + ": " + model_r.error().message);
-  LlamaModel& model = **model_r;
+  ModelRunner& model = **model_r;
   const ModelConfig& cfg = model.config();
   if (tok.n_vocab() > cfg.n_vocab) {
     return fail(o.model + ": tokenizer has " + std::to_string(tok.n_vocab()) +
@@ -104,11 +117,8 @@ int run_generate(const GenerateOptions& o) {
                 std::to_string(cfg.n_ctx_train));
   }
   const int64_t max_new = std::min(o.max_tokens, cfg.n_ctx_train - n_prompt);
-  const auto kv_type = parse_kv_cache_dtype(o.kv_cache_dtype);
-  if (!kv_type) {
-    return fail("--kv-cache-dtype must be f32, f16, q8 or q4 (got '" + o.kv_cache_dtype + "')");
-  }
-  auto kv = SequenceKvCache::create(cfg, n_prompt + max_new, uint64_t{1} << 36, *kv_type);
+  auto kv =
+      SequenceKvCache::create(cfg, n_prompt + max_new, uint64_t{1} << 36, kv_type.value(), &model);
   if (!kv.ok()) return fail(kv.error().message);
   const ActQuant mode = o.exact ? ActQuant::kNone : ActQuant::kQ8;
 
@@ -156,10 +166,13 @@ int run_generate(const GenerateOptions& o) {
                  static_cast<long long>(n_generated), static_cast<long long>(cfg.n_ctx_train));
   }
   std::fprintf(stderr,
-               "novaserve generate: %s mode, %d threads\n"
+               "novaserve generate: %s, %s\n"
                "  prompt:     %lld tokens in %.1f ms (%.1f tok/s)\n"
                "  generation: %lld tokens, %lld decode steps in %.1f ms (%.1f tok/s)\n",
-               o.exact ? "exact" : "fast (q8 activations)", model.backend().n_threads(),
+               model.describe().c_str(),
+               is_gpu_device(o.device) ? "f32 activations"
+               : o.exact               ? "exact"
+                                       : "fast (q8 activations)",
                static_cast<long long>(n_prompt), prefill_s * 1e3, n_prompt / prefill_s,
                static_cast<long long>(n_generated), static_cast<long long>(n_decode_steps),
                decode_s * 1e3, n_decode_steps > 0 ? n_decode_steps / decode_s : 0.0);
@@ -171,7 +184,7 @@ int run_generate(const GenerateOptions& o) {
 void register_generate(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "generate", "Generate a completion for one prompt on the CPU, streaming it to stdout");
+      "generate", "Generate a completion for one prompt, streaming it to stdout");
   cmd->add_option("--model,-m", opts->model, "GGUF model file")->required();
   cmd->add_option("--prompt,-p", opts->prompt, "prompt text")->required();
   cmd->add_option("--max-tokens,-n", opts->max_tokens, "maximum tokens to generate")
@@ -197,8 +210,10 @@ void register_generate(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", opts->threads, "CPU threads; 0 = all cores")->capture_default_str();
   cmd->add_flag("--exact", opts->exact,
                 "f32 activations in every matmul (default: 8-bit activations, faster)");
-  cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype, "KV cache type: f32, f16, q8 or q4")
+  cmd->add_option("--kv-cache-dtype", opts->kv_cache_dtype,
+                  "KV cache type: auto (f32 on the CPU, f16 on a GPU), f32, f16, q8 or q4")
       ->capture_default_str();
+  add_device_flags(*cmd, opts->device, /*with_memory_utilization=*/false);
   cmd->add_flag("--ignore-eos", opts->ignore_eos,
                 "keep generating past end-of-generation tokens (benchmarks)");
   cmd->callback([opts, &exit_code] { exit_code = run_generate(*opts); });

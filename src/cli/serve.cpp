@@ -7,8 +7,8 @@
 
 #include "cli/cli_error.h"
 #include "cli/commands.h"
+#include "cli/device_flags.h"
 #include "engine/engine.h"
-#include "model/kv_view.h"
 #include "server/serve_flags.h"
 
 namespace novaserve {
@@ -25,7 +25,8 @@ struct EngineFlags {
   int64_t batch_wait_ms = 0;
   int64_t threads = 0;
   bool exact = false;
-  std::string kv_cache_dtype = "f32";
+  std::string kv_cache_dtype = "auto";
+  DeviceFlags device;
 };
 
 Status in_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
@@ -43,18 +44,17 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   NOVASERVE_RETURN_IF_ERROR(in_range("--max-model-len", f.max_model_len, 0, INT32_MAX));
   NOVASERVE_RETURN_IF_ERROR(in_range("--batch-wait-ms", f.batch_wait_ms, 0, 60000));
   NOVASERVE_RETURN_IF_ERROR(in_range("--threads", f.threads, 0, 1024));
-  const auto kv_type = parse_kv_cache_dtype(f.kv_cache_dtype);
-  if (!kv_type) {
-    return Err(ErrorCode::kInvalidInput,
-               "--kv-cache-dtype must be f32, f16, q8 or q4 (got '" + f.kv_cache_dtype + "')");
-  }
+  const auto kv_type = resolve_kv_cache_dtype(f.device, f.kv_cache_dtype);
+  if (!kv_type.ok()) return kv_type.error();
+  auto make_runner = device_runner_factory(f.device);
+  if (!make_runner.ok()) return make_runner.error();
   if (f.kv_cache_memory == 0) {
     return Err(ErrorCode::kInvalidInput, "--kv-cache-memory must be > 0 bytes");
   }
   EngineOptions o;
   o.kv_cache_memory = f.kv_cache_memory;
   o.block_size = static_cast<int32_t>(f.block_size);
-  o.kv_cache_dtype = *kv_type;
+  o.kv_cache_dtype = kv_type.value();
   o.scheduler.max_num_seqs = static_cast<int32_t>(f.max_num_seqs);
   o.scheduler.max_num_batched_tokens = static_cast<int32_t>(f.max_num_batched_tokens);
   o.scheduler.max_model_len = static_cast<int32_t>(f.max_model_len);
@@ -62,6 +62,8 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   o.batch_wait = std::chrono::milliseconds(f.batch_wait_ms);
   o.n_threads = static_cast<int>(f.threads);
   o.act_quant = f.exact ? ActQuant::kNone : ActQuant::kQ8;
+  o.make_runner = std::move(make_runner.value());
+  o.gpu_memory_utilization = f.device.gpu_memory_utilization;
   return o;
 }
 
@@ -69,12 +71,14 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   // CLI11's AsSizeValue parses "512MiB", "2G", "1000000" (KB/MB/GB are 1000-based, KiB/MiB/GiB
   // 1024-based).
   cmd.add_option("--kv-cache-memory", f.kv_cache_memory,
-                 "bytes of KV cache blocks, e.g. 512MiB or 2GiB")
+                 "bytes of KV cache blocks on the CPU, e.g. 512MiB or 2GiB (GPUs: see "
+                 "--gpu-memory-utilization)")
       ->transform(CLI::AsSizeValue(true))
       ->default_str("512MiB");
   cmd.add_option("--block-size", f.block_size, "tokens per KV block")->capture_default_str();
   cmd.add_option("--kv-cache-dtype", f.kv_cache_dtype,
-                 "KV cache element type: f32, f16, q8 (q8_0) or q4 (q4_0)")
+                 "KV cache element type: auto (f32 on the CPU, f16 on a GPU), f32, f16, q8 (q8_0) "
+                 "or q4 (q4_0)")
       ->capture_default_str();
   cmd.add_option("--max-num-seqs", f.max_num_seqs, "most sequences running in one step")
       ->capture_default_str();
@@ -91,7 +95,9 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->capture_default_str();
   cmd.add_option("--threads,-t", f.threads, "CPU threads for the model (0 = all cores)")
       ->capture_default_str();
-  cmd.add_flag("--exact", f.exact, "f32 activations (slower; default: 8-bit activations)");
+  cmd.add_flag("--exact", f.exact,
+               "CPU: f32 activations (slower; default: 8-bit activations). GPUs always use f32");
+  add_device_flags(cmd, f.device, /*with_memory_utilization=*/true);
 }
 
 int fail(std::string message) {

@@ -95,9 +95,9 @@ Result<std::vector<BenchResult>> run_bench(
   std::mt19937 rng(1234);
   std::uniform_int_distribution<size_t> pick(0, vocab.size() - 1);
 
-  std::vector<BenchResult> results;
   uint64_t next_id = 1;
-  for (const BenchPoint& p : points) {
+  // One grid point: submit its requests, wait for them all, summarize.
+  auto run_point = [&](const BenchPoint& p) -> Result<BenchResult> {
     PointLog log;
     log.times.resize(p.batch);
     for (auto& t : log.times) t.reserve(p.gen);
@@ -137,7 +137,24 @@ Result<std::vector<BenchResult>> run_bench(
       log.cv.wait(lk, [&] { return log.finished >= p.batch; });
       if (!log.error.empty()) return Err(ErrorCode::kInternal, "bench: " + log.error);
     }
-    results.push_back(summarize(p, t0, log));
+    return summarize(p, t0, log);
+  };
+  // Warm-up, not reported: the first steps pay one-time costs (a GPU's lazy kernel loading and
+  // BLAS set-up, the CPU's page faults on the weights) that are not the grid's speed.
+  if (!points.empty()) {
+    const int32_t longest = std::max_element(points.begin(), points.end(),
+                                             [](const BenchPoint& a, const BenchPoint& b) {
+                                               return a.prompt < b.prompt;
+                                             })
+                                ->prompt;
+    auto warm = run_point(BenchPoint{1, std::min(longest, 64), 2});
+    if (!warm.ok()) return warm.error();
+  }
+  std::vector<BenchResult> results;
+  for (const BenchPoint& p : points) {
+    auto r = run_point(p);
+    if (!r.ok()) return r.error();
+    results.push_back(std::move(r.value()));
     if (on_result) on_result(results.back());
   }
   return results;

@@ -40,13 +40,14 @@ struct BenchResult {
 
 /// Runs every point on one engine built from `options` (prefix caching is turned off, and each
 /// sequence's prompt is distinct, so every prompt token is computed). Prompt tokens are drawn
-/// uniformly from the tokenizer's ordinary tokens with a fixed seed. `on_result` (may be empty)
-/// sees each result as it completes, for progress output.
-/// A batch larger than max_num_seqs, or whose KV does not fit the pool at once, still runs (in
-/// waves or with preemption), which its rates then show.
-/// Errors: those of create_engine(); kInvalidInput when a point has batch, prompt or gen < 1 or
-/// a sequence that could never run (prompt + gen beyond the context or the whole pool); kInternal
-/// when a request ends with an error.
+/// uniformly from the tokenizer's ordinary tokens with a fixed seed. An unreported warm-up request
+/// (one sequence, min(64, longest prompt) tokens, 2 generated) runs first, so that one-time costs
+/// (GPU kernel loading, BLAS set-up, page faults) stay out of the first point. `on_result` (may be
+/// empty) sees each result as it completes, for progress output. A batch larger than max_num_seqs,
+/// or whose KV does not fit the pool at once, still runs (in waves or with preemption), which its
+/// rates then show. Errors: those of create_engine(); kInvalidInput when a point has batch, prompt
+/// or gen < 1 or a sequence that could never run (prompt + gen beyond the context or the whole
+/// pool); kInternal when a request ends with an error.
 Result<std::vector<BenchResult>> run_bench(
     std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer, EngineOptions options,
     const std::vector<BenchPoint>& points,

@@ -14,6 +14,19 @@
 
 namespace novaserve {
 
+namespace {
+
+// options.make_runner's runner, or LlamaModel on the CPU backend.
+Result<std::unique_ptr<ModelRunner>> make_model(std::shared_ptr<const GgufFile> gguf,
+                                                const EngineOptions& options) {
+  if (options.make_runner) return options.make_runner(std::move(gguf));
+  auto cpu = LlamaModel::create(std::move(gguf), std::make_unique<CpuBackend>(options.n_threads));
+  if (!cpu.ok()) return cpu.error();
+  return std::unique_ptr<ModelRunner>(std::move(cpu.value()));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFile> gguf,
                                                     const Tokenizer& tokenizer,
                                                     const EngineOptions& options) {
@@ -24,7 +37,10 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
   }
   if (options.n_threads < 0) return bad("--threads must be >= 0 (0 = all cores)");
   if (options.batch_wait.count() < 0) return bad("--batch-wait-ms must be >= 0");
-  auto model = LlamaModel::create(std::move(gguf), std::make_unique<CpuBackend>(options.n_threads));
+  if (!(options.gpu_memory_utilization > 0.0 && options.gpu_memory_utilization <= 1.0)) {
+    return bad("--gpu-memory-utilization must be in (0, 1]");
+  }
+  auto model = make_model(std::move(gguf), options);
   if (!model.ok()) return model.error();
   const ModelConfig& cfg = (*model)->config();
   if (tokenizer.n_vocab() > cfg.n_vocab) {
@@ -47,11 +63,27 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
   }
   const uint64_t per_block =
       PagedKvCache::bytes_per_block(cfg, options.block_size, options.kv_cache_dtype);
-  const uint64_t blocks = options.kv_cache_memory / per_block;
+  uint64_t kv_memory = options.kv_cache_memory;
+  std::string kv_source = "--kv-cache-memory";
+  if ((*model)->kv_on_device()) {
+    // The step workspaces come first, so the KV pool gets exactly what is left of the budget.
+    const int64_t max_context = (static_cast<int64_t>(sc.max_model_len) + options.block_size - 1) /
+                                options.block_size * options.block_size;
+    if (auto st = (*model)->reserve(sc.max_num_batched_tokens, sc.max_num_seqs, max_context,
+                                    options.block_size);
+        !st.ok()) {
+      return st.error();
+    }
+    kv_memory = (*model)->kv_memory_budget(options.gpu_memory_utilization).value_or(0);
+    kv_source = "--gpu-memory-utilization " + std::to_string(options.gpu_memory_utilization) +
+                " (after weights and workspaces)";
+  }
+  const uint64_t blocks = kv_memory / per_block;
   if (blocks < 1) {
-    return bad("--kv-cache-memory " + std::to_string(options.kv_cache_memory) +
-               " bytes holds no KV block (one block of " + std::to_string(options.block_size) +
-               " tokens takes " + std::to_string(per_block) + " bytes)");
+    return bad(kv_source + " leaves " + std::to_string(kv_memory) +
+               " bytes, which hold no KV block (one block of " +
+               std::to_string(options.block_size) + " tokens takes " + std::to_string(per_block) +
+               " bytes)");
   }
   if (blocks > (uint64_t{1} << 28)) return bad("--kv-cache-memory is too large");
   const auto num_blocks = static_cast<int32_t>(blocks);
@@ -59,19 +91,20 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
   if (!pool.ok()) return pool.error();
   auto scheduler = Scheduler::create(sc, std::move(pool.value()));
   if (!scheduler.ok()) return scheduler.error();
-  auto kv = PagedKvCache::create(cfg, num_blocks, options.block_size, options.kv_cache_dtype);
+  auto kv = PagedKvCache::create(cfg, num_blocks, options.block_size, options.kv_cache_dtype,
+                                 model->get());
   if (!kv.ok()) return kv.error();
 
   std::fprintf(stderr,
                "novaserve engine: KV cache %d blocks of %d tokens = %lld tokens (%.1f MiB %s), "
                "max %d sequences, %d batched tokens per step, context %d, prefix caching %s, "
-               "%d threads\n",
+               "%s\n",
                num_blocks, options.block_size,
                static_cast<long long>(num_blocks) * options.block_size,
                static_cast<double>(kv->bytes()) / (1 << 20),
                std::string(ggml_type_traits(options.kv_cache_dtype).name).c_str(), sc.max_num_seqs,
                sc.max_num_batched_tokens, sc.max_model_len, sc.enable_prefix_caching ? "on" : "off",
-               (*model)->backend().n_threads());
+               (*model)->describe().c_str());
 
   std::vector<int32_t> eog;
   for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
@@ -82,7 +115,7 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
                                std::move(scheduler.value()), std::move(eog), options));
 }
 
-Engine::Engine(std::unique_ptr<LlamaModel> model, PagedKvCache kv,
+Engine::Engine(std::unique_ptr<ModelRunner> model, PagedKvCache kv,
                std::unique_ptr<Scheduler> scheduler, std::vector<int32_t> eog_ids,
                const EngineOptions& options)
     : model_(std::move(model)),
@@ -98,7 +131,11 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, PagedKvCache kv,
   // A KV view covers whole blocks: up to max_model_len rounded up to a block.
   const int64_t max_context =
       (static_cast<int64_t>(sc.max_model_len) + block_size_ - 1) / block_size_ * block_size_;
-  model_->reserve(sc.max_num_batched_tokens, max_seqs, max_context, block_size_);
+  // Sizing can fail only for a device runner out of memory, and create_engine already reserved
+  // these sizes for those; a host runner's reserve always succeeds.
+  const Status reserved =
+      model_->reserve(sc.max_num_batched_tokens, max_seqs, max_context, block_size_);
+  NOVASERVE_CHECK(reserved.ok()) << reserved.error().message;
   forward_seqs_.reserve(max_seqs);
   masked_logits_.resize(n_vocab_);
   incoming_.reserve(max_seqs);

@@ -22,7 +22,7 @@ namespace novaserve {
 class Engine final : public EngineClient {
  public:
   /// `eog_ids`: token ids that end generation (the tokenizer's end-of-generation set).
-  Engine(std::unique_ptr<LlamaModel> model, PagedKvCache kv, std::unique_ptr<Scheduler> scheduler,
+  Engine(std::unique_ptr<ModelRunner> model, PagedKvCache kv, std::unique_ptr<Scheduler> scheduler,
          std::vector<int32_t> eog_ids, const EngineOptions& options);
   /// Stops and joins the engine thread. Requests still queued or running get no further output
   /// (the server drains or cancels them before it destroys the engine).
@@ -48,7 +48,7 @@ class Engine final : public EngineClient {
   void fail_plan(const SchedulerPlan& plan, const std::string& message);
   void publish_stats();
 
-  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<ModelRunner> model_;
   PagedKvCache kv_;
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<uint8_t> is_eog_;  // per token id

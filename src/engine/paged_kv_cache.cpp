@@ -14,7 +14,7 @@ uint64_t PagedKvCache::bytes_per_block(const ModelConfig& config, int32_t block_
 }
 
 Result<PagedKvCache> PagedKvCache::create(const ModelConfig& config, int32_t num_blocks,
-                                          int32_t block_size, GgmlType type) {
+                                          int32_t block_size, GgmlType type, ModelRunner* device) {
   if (num_blocks < 1 || block_size < 1) {
     return Err(ErrorCode::kInvalidInput, "paged KV cache needs >= 1 block of >= 1 position (got " +
                                              std::to_string(num_blocks) + " blocks of " +
@@ -35,13 +35,24 @@ Result<PagedKvCache> PagedKvCache::create(const ModelConfig& config, int32_t num
   c.block_size_ = block_size;
   c.type_ = type;
   c.layer_stride_ = static_cast<int64_t>(per_block / 2 / config.n_layer * num_blocks);
-  c.k_.assign(static_cast<size_t>(c.layer_stride_) * config.n_layer, 0);
-  c.v_.assign(c.k_.size(), 0);
+  c.pool_bytes_ = static_cast<uint64_t>(c.layer_stride_) * config.n_layer;
+  if (device != nullptr && device->kv_on_device()) {
+    auto mem = device->allocate_kv(c.pool_bytes_);
+    if (!mem.ok()) return mem.error();
+    c.k_ = mem->k;
+    c.v_ = mem->v;
+  } else {
+    // Moving the vectors (the Result) keeps their buffers, so k_/v_ stay valid.
+    c.k_host_.assign(c.pool_bytes_, 0);
+    c.v_host_.assign(c.pool_bytes_, 0);
+    c.k_ = c.k_host_.data();
+    c.v_ = c.v_host_.data();
+  }
   return c;
 }
 
 KvSequenceView PagedKvCache::view(const BlockTable& table) {
-  return KvSequenceView{k_.data(),    v_.data(),   layer_stride_, table.blocks().data(),
+  return KvSequenceView{k_,           v_,          layer_stride_, table.blocks().data(),
                         table.size(), block_size_, type_};
 }
 

@@ -7,7 +7,8 @@
 namespace novaserve {
 
 Result<SequenceKvCache> SequenceKvCache::create(const ModelConfig& config, int64_t capacity,
-                                                uint64_t max_bytes, GgmlType type) {
+                                                uint64_t max_bytes, GgmlType type,
+                                                ModelRunner* device) {
   // The upper bound keeps the block count an int32 and the byte count below from overflowing.
   if (capacity < 1 || capacity > (int64_t{1} << 31)) {
     return Err(ErrorCode::kInvalidInput,
@@ -33,8 +34,18 @@ Result<SequenceKvCache> SequenceKvCache::create(const ModelConfig& config, int64
   c.layer_stride_ = static_cast<int64_t>(total_bytes / 2 / config.n_layer);
   c.block_table_.resize(n_blocks);
   for (int64_t i = 0; i < n_blocks; ++i) c.block_table_[i] = static_cast<int32_t>(i);
-  c.k_.assign(total_bytes / 2, 0);
-  c.v_.assign(total_bytes / 2, 0);
+  if (device != nullptr && device->kv_on_device()) {
+    auto mem = device->allocate_kv(total_bytes / 2);
+    if (!mem.ok()) return mem.error();
+    c.k_ = mem->k;
+    c.v_ = mem->v;
+  } else {
+    // Moving the vectors (the Result) keeps their buffers, so k_/v_ stay valid.
+    c.k_host_.assign(total_bytes / 2, 0);
+    c.v_host_.assign(total_bytes / 2, 0);
+    c.k_ = c.k_host_.data();
+    c.v_ = c.v_host_.data();
+  }
   return c;
 }
 
@@ -49,8 +60,8 @@ Status SequenceKvCache::advance(int64_t n) {
 }
 
 KvSequenceView SequenceKvCache::view() {
-  return KvSequenceView{k_.data(),
-                        v_.data(),
+  return KvSequenceView{k_,
+                        v_,
                         layer_stride_,
                         block_table_.data(),
                         static_cast<int32_t>(block_table_.size()),

@@ -9,6 +9,7 @@
 #include "common/result.h"
 #include "model/kv_view.h"
 #include "model/model_config.h"
+#include "model/model_runner.h"
 
 namespace novaserve {
 
@@ -20,11 +21,14 @@ class SequenceKvCache {
  public:
   static constexpr int32_t kBlockSize = 16;
 
+  /// `device`: null or a host runner for host memory; a runner that keeps its KV cache on the
+  /// device (ModelRunner::kv_on_device), which must outlive the cache, for its device memory.
   /// Errors: kInvalidInput when capacity < 1, `type` cannot hold the model's KV rows
-  /// (kv_type_supported), or the cache would exceed `max_bytes`.
+  /// (kv_type_supported), or the cache would exceed `max_bytes`; those of allocate_kv.
   static Result<SequenceKvCache> create(const ModelConfig& config, int64_t capacity,
                                         uint64_t max_bytes = uint64_t{1} << 36,
-                                        GgmlType type = GgmlType::kF32);
+                                        GgmlType type = GgmlType::kF32,
+                                        ModelRunner* device = nullptr);
 
   int64_t capacity() const { return capacity_; }
   /// Positions already filled (the next token's position).
@@ -38,6 +42,13 @@ class SequenceKvCache {
   /// and is not moved).
   KvSequenceView view();
 
+ public:
+  // Not copyable: a copy would share (and, for host memory, outlive) the pools it points at.
+  SequenceKvCache(const SequenceKvCache&) = delete;
+  SequenceKvCache& operator=(const SequenceKvCache&) = delete;
+  SequenceKvCache(SequenceKvCache&&) = default;
+  SequenceKvCache& operator=(SequenceKvCache&&) = default;
+
  private:
   SequenceKvCache() = default;
 
@@ -46,8 +57,10 @@ class SequenceKvCache {
   GgmlType type_ = GgmlType::kF32;
   int64_t layer_stride_ = 0;          // bytes per layer in k_ / v_
   std::vector<int32_t> block_table_;  // identity: 0, 1, 2, ...
-  std::vector<uint8_t> k_;
-  std::vector<uint8_t> v_;
+  void* k_ = nullptr;                 // K pool: k_host_'s data or device memory
+  void* v_ = nullptr;                 // V pool
+  std::vector<uint8_t> k_host_;       // host pools (empty on the device)
+  std::vector<uint8_t> v_host_;
 };
 
 }  // namespace novaserve

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "common/check.h"
+#include "model/forward_check.h"
+#include "model/layer_params.h"
 
 namespace novaserve {
 
@@ -31,18 +33,10 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::create(std::shared_ptr<const Ggu
   m->config_ = std::move(config.value());
   m->weights_ = std::move(weights.value());
   m->backend_ = std::move(backend);
-  const ModelConfig& c = m->config_;
-  m->rope_.n_rot = static_cast<int32_t>(c.n_rot);
-  m->rope_.freq_base = c.rope_freq_base;
-  m->rope_.freq_scale =
-      c.rope_scaling.type == RopeScalingType::kLinear ? 1.0f / c.rope_scaling.factor : 1.0f;
-  m->rope_.freq_factors =
-      m->weights_.rope_freq_factors.empty() ? nullptr : m->weights_.rope_freq_factors.data();
-  m->rope_.ordering = c.rope_ordering;
-  m->attn_shape_.n_head = static_cast<int32_t>(c.n_head);
-  m->attn_shape_.n_head_kv = static_cast<int32_t>(c.n_head_kv);
-  m->attn_shape_.head_dim = static_cast<int32_t>(c.head_dim);
-  m->attn_shape_.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  m->rope_ = rope_params(m->config_, m->weights_.rope_freq_factors.empty()
+                                         ? nullptr
+                                         : m->weights_.rope_freq_factors.data());
+  m->attn_shape_ = attention_shape(m->config_);
   return m;
 }
 
@@ -71,48 +65,27 @@ void LlamaModel::ensure_capacity(int64_t n_rows, int64_t n_logit_rows) {
   }
 }
 
-void LlamaModel::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
-                         int32_t block_size) {
+std::string LlamaModel::describe() const {
+  return std::string(backend_->name()) + ", " + std::to_string(backend_->n_threads()) + " threads";
+}
+
+Status LlamaModel::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
+                           int32_t block_size) {
   ensure_capacity(max_rows, max_seqs);
   attn_seqs_.reserve(max_seqs);
   seq_logit_row_.reserve(max_seqs);
   seq_all_logits_.reserve(max_seqs);
   seq_n_tokens_.reserve(max_seqs);
   backend_->reserve(max_rows, max_context, attn_shape_, block_size);
+  return {};
 }
 
 Status LlamaModel::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
   const ModelConfig& c = config_;
-  int64_t n_rows = 0;
-  int64_t n_logit_rows = 0;
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    const ForwardSeq& seq = seqs[s];
-    const int64_t n = static_cast<int64_t>(seq.tokens.size());
-    // Built only on error: the steady-state step does not allocate.
-    auto where = [s] { return "sequence " + std::to_string(s) + ": "; };
-    if (n == 0) return Err(ErrorCode::kInvalidInput, where() + "no tokens");
-    if (seq.pos0 < 0) return Err(ErrorCode::kInvalidInput, where() + "negative position");
-    if (!kv_type_supported(seq.kv.type, c.head_dim)) {
-      return Err(ErrorCode::kInvalidInput,
-                 where() + "KV cache type " + std::string(ggml_type_traits(seq.kv.type).name) +
-                     " cannot hold rows of " + std::to_string(c.head_dim) + " values");
-    }
-    if (seq.kv.k == nullptr || seq.kv.v == nullptr || seq.kv.block_table == nullptr ||
-        seq.kv.block_size < 1 || static_cast<int64_t>(seq.pos0) + n > seq.kv.capacity()) {
-      return Err(ErrorCode::kInvalidInput,
-                 where() + "KV cache of " + std::to_string(seq.kv.capacity()) +
-                     " positions cannot hold positions up to " + std::to_string(seq.pos0 + n));
-    }
-    for (int32_t t : seq.tokens) {
-      if (t < 0 || t >= c.n_vocab) {
-        return Err(ErrorCode::kInvalidInput, where() + "token id " + std::to_string(t) +
-                                                 " is outside the vocabulary [0, " +
-                                                 std::to_string(c.n_vocab) + ")");
-      }
-    }
-    n_rows += n;
-    n_logit_rows += seq.all_logits ? n : 1;
-  }
+  auto rows = check_forward(seqs, c);
+  if (!rows.ok()) return rows.error();
+  const int64_t n_rows = rows->n_rows;
+  const int64_t n_logit_rows = rows->n_logit_rows;
   if (n_rows == 0) return {};
   ensure_capacity(n_rows, n_logit_rows);
 

@@ -9,21 +9,11 @@
 #include "backend/backend.h"
 #include "common/result.h"
 #include "gguf/gguf_file.h"
-#include "model/kv_view.h"
 #include "model/model_config.h"
+#include "model/model_runner.h"
 #include "model/model_weights.h"
 
 namespace novaserve {
-
-/// One sequence's part of a batched forward step.
-struct ForwardSeq {
-  std::span<const int32_t> tokens;  ///< new tokens (>= 1), each in [0, n_vocab)
-  /// Position of tokens[0]; the cache must already hold positions 0 .. pos0 - 1 of this
-  /// sequence (the caller tracks it, e.g. SequenceKvCache::size()).
-  int32_t pos0 = 0;
-  KvSequenceView kv;        ///< where this sequence's K/V live; needs pos0 + n <= capacity()
-  bool all_logits = false;  ///< logits for every new token, else only for the last one
-};
 
 /// A loaded model: config, validated weights and the backend that runs them.
 ///
@@ -31,14 +21,15 @@ struct ForwardSeq {
 /// activation matrix, so each weight is streamed once per step for the whole batch. Workspace
 /// buffers grow to the largest step seen and are reused, so steady-state steps do not allocate.
 /// Not thread-safe: one thread drives a model at a time.
-class LlamaModel {
+class LlamaModel final : public ModelRunner {
  public:
   /// Reads the config and weights of `file` (which the model keeps alive) and binds `backend`.
   /// Errors: those of ModelConfig::from_gguf and ModelWeights::from_gguf.
   static Result<std::unique_ptr<LlamaModel>> create(std::shared_ptr<const GgufFile> file,
                                                     std::unique_ptr<Backend> backend);
 
-  const ModelConfig& config() const { return config_; }
+  const ModelConfig& config() const override { return config_; }
+  std::string describe() const override;
   const ModelWeights& weights() const { return weights_; }
   Backend& backend() { return *backend_; }
 
@@ -46,18 +37,19 @@ class LlamaModel {
   /// `mode`: ActQuant::kNone (exact f32 activations) or kQ8 (8-bit activations, faster).
   /// Errors (nothing is computed): kInvalidInput for an empty sequence, a token id outside the
   /// vocabulary, a negative pos0, or a cache too small for pos0 + n new tokens.
-  Status forward(std::span<const ForwardSeq> seqs, ActQuant mode);
+  Status forward(std::span<const ForwardSeq> seqs, ActQuant mode) override;
 
   /// Sizes every workspace (here and in the backend) for steps of up to `max_rows` new tokens
   /// over up to `max_seqs` sequences (logits for the last token of each), with KV views of up
   /// to `max_context` positions in blocks of `block_size`, so that such steps never allocate.
   /// Optional: forward() grows workspaces on demand anyway.
-  void reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context, int32_t block_size);
+  Status reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
+                 int32_t block_size) override;
 
   /// Logits (n_vocab floats) of the last forward(): sequence `seq`'s new token `token`
   /// (-1 = the last one). Non-last tokens are available only when that sequence asked for
   /// all_logits. Valid until the next forward().
-  const float* logits(size_t seq, int32_t token = -1) const;
+  const float* logits(size_t seq, int32_t token = -1) const override;
 
  private:
   LlamaModel() = default;

@@ -1,7 +1,11 @@
 """Starts `novaserve serve` on a free loopback port for the e2e suites, and stops it with SIGTERM
-(checking that the drain exits 0)."""
+(checking that the drain exits 0).
+
+NOVASERVE_E2E_SERVER_ARGS (split like a shell line) is appended to every server's flags, e.g.
+"--device cuda" to run the suites against the GPU backend (bench/gpu/run.sh)."""
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -21,6 +25,7 @@ class LaunchedServer:
     def __init__(self, binary, args, api_key=None, startup_timeout=300.0):
         self.port = free_port()
         cmd = [binary, "serve", "--host", "127.0.0.1", "--port", str(self.port)] + list(args)
+        cmd += shlex.split(os.environ.get("NOVASERVE_E2E_SERVER_ARGS", ""))
         if api_key:
             cmd += ["--api-key", api_key]
         self.log = open(os.environ.get("NOVASERVE_E2E_LOG", os.devnull), "ab")

@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/gpu/attention_ops.h"
 #include "gpu_test_util.h"
+#include "quant/ggml_type.h"
 
 namespace novaserve::gpu::test {
 
@@ -53,8 +54,10 @@ struct DeviceCsr {
   PagedKvBatch batch;
 };
 
-inline size_t kv_elem_bytes(GgmlType type) {
-  return type == GgmlType::kF32 ? 4 : 2;
+/// Bytes of one cache row of head_dim values of `type` (CPU and GPU pools alike:
+/// ggml_row_bytes, e.g. 34 per 32 values for Q8_0, 18 for Q4_0).
+inline size_t kv_row_bytes(GgmlType type, int32_t head_dim) {
+  return static_cast<size_t>(*ggml_row_bytes(type, static_cast<uint64_t>(head_dim)));
 }
 
 class AttentionHarness {
@@ -94,11 +97,15 @@ class AttentionHarness {
   const std::vector<float>& k(int stage) const { return k_[stage]; }
   const std::vector<float>& v(int stage) const { return v_[stage]; }
   const std::vector<float>& q() const { return q_; }
+  /// K/V inputs of stage `stage`, for tests that plant special values (keep the sizes).
+  std::vector<float>& mutable_k(int stage) { return k_[stage]; }
+  std::vector<float>& mutable_v(int stage) { return v_[stage]; }
   int64_t kv_dim() const { return static_cast<int64_t>(g_.n_head_kv) * g_.head_dim; }
   int64_t q_dim() const { return static_cast<int64_t>(g_.n_head) * g_.head_dim; }
   /// Bytes of one K (or V) pool of `type`.
   size_t pool_bytes(GgmlType type) const {
-    return static_cast<size_t>(num_blocks_) * kv_dim() * g_.block_size * kv_elem_bytes(type);
+    return static_cast<size_t>(num_blocks_) * g_.n_head_kv * g_.block_size *
+           kv_row_bytes(type, g_.head_dim);
   }
 
   /// The CPU's view of stage `stage` (padding sequences left out).

@@ -1,17 +1,26 @@
 // Op tests of the paged attention kernels (store_kv, decode_attention, prefill_attention) against
 // CpuBackend::store_kv + CpuBackend::attention on the same random inputs, block tables and
 // batches (attention_harness.h): mixed context lengths 1 .. 8200, odd lengths, GQA 1:1 to 12:1,
-// head_dim 64 and 128, block sizes 1 to 32, F32 and F16 caches.
+// head_dim 64 and 128, block sizes 1 to 32, F32, F16, Q8_0 and Q4_0 caches.
 //
 // Thresholds (NMSE, gpu_test_util.h):
-// - Same cache type on both sides (F32 vs CPU F32, F16 vs CPU F16): both read identical cached
-//   values; they differ in summation order (dot products, softmax sums, split/tile merging),
-//   exp2f of log2-scaled scores vs std::exp, and when the weights are normalized. Each is a
-//   relative error of a few f32 ulps (~1e-7), so NMSE ~1e-13; 1e-10 leaves margin, while one
-//   wrong key or value row among a thousand gives ~1e-4 or more.
-// - F16 cache vs the CPU's F32 cache: K and V are rounded to fp16 (unit roundoff u = 2^-11).
-//   With unit-normal q, k, v and scale 1/sqrt(head_dim) a score moves by ~u/sqrt(3) = 3e-4 and a
-//   value by the same relative amount, giving NMSE ~1e-7; the bound is 1e-6.
+// - Same cache type on both sides (F32 vs CPU F32, F16 vs CPU F16, Q8_0 vs CPU Q8_0, ...): both
+//   read identical cached values (store_kv writes the CPU's bytes, checked bit for bit below, and
+//   kv_load dequantizes with the CPU's one-rounding d * q); they differ in summation order (dot
+//   products, softmax sums, split/tile merging), exp2f of log2-scaled scores vs std::exp, and
+//   when the weights are normalized. Each is a relative error of a few f32 ulps (~1e-7), so NMSE
+//   ~1e-13; 1e-10 leaves margin, while one wrong key or value row among a thousand (or one
+//   misplaced nibble or scale) gives ~1e-4 or more.
+// - Lossy cache vs the CPU's F32 cache. A cached value's error e has variance s^2 (relative to
+//   the unit-normal values); through a score (scale 1/sqrt(head_dim)) and through V each adds
+//   about s^2 to the output NMSE, so NMSE ~2 s^2:
+//     F16: relative rounding error <= 2^-11, s^2 ~ 3e-8 -> NMSE ~1e-7 (the CPU's own F16 vs F32
+//       NMSE over these cases and 12 seeds: <= 1e-7); bound 1e-6.
+//     Q8_0: e uniform in +-d/2, d = amax/127, amax of 32 normals ~2.1 -> s^2 ~ d^2/12 ~ 2.4e-5,
+//       NMSE ~5e-5 (measured as for F16: <= 6.3e-5); bound 2e-4.
+//     Q4_0: d = |vmax|/8 -> s^2 ~ 6e-3, NMSE ~1.2e-2 (measured <= 1.6e-2); bound 4e-2.
+//   The bounds stay far below what a broken dequantization gives (a wrong nibble half or sign:
+//   NMSE ~1 or more).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,6 +44,9 @@ using test::SeqSpec;
 
 constexpr double kSameCacheNmse = 1e-10;
 constexpr double kF16VsF32Nmse = 1e-6;
+constexpr double kQ8VsF32Nmse = 2e-4;
+constexpr double kQ4VsF32Nmse = 4e-2;
+const GgmlType kCacheTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0};
 constexpr float kSentinel = 1e30f;  // output rows a kernel must not touch keep this value
 
 // Shapes: SmolLM2-135M (9:3, 64), Llama-3-8B (32:8, 128), 8:1, Qwen2-7B (28:4 = 7:1), MHA 1:1,
@@ -46,6 +58,24 @@ const AttnGeometry kQwen2{"qwen2 28:4 d128 bs16", 28, 4, 128, 16};
 const AttnGeometry kMha{"mha 8:8 d64 bs32", 8, 8, 64, 32};
 const AttnGeometry kGroup12{"gqa 12:1 d64 bs7", 12, 1, 64, 7};
 const AttnGeometry kBlock1{"gqa 32:4 d128 bs1", 32, 4, 128, 1};
+
+// NMSE bound of a GPU result on a `type` cache against the CPU's F32 cache (header).
+double vs_f32_bound(GgmlType type) {
+  switch (type) {
+    case GgmlType::kF16:
+      return kF16VsF32Nmse;
+    case GgmlType::kQ8_0:
+      return kQ8VsF32Nmse;
+    case GgmlType::kQ4_0:
+      return kQ4VsF32Nmse;
+    default:
+      return kSameCacheNmse;
+  }
+}
+
+std::string type_name(GgmlType type) {
+  return std::string(ggml_type_traits(type).name);
+}
 
 std::vector<SeqSpec> decode_batch(const std::vector<int32_t>& kv_lens) {
   std::vector<SeqSpec> seqs;
@@ -89,6 +119,16 @@ class AttentionOpTest : public test::GpuTest {
     return out.download();
   }
 
+  // A GPU output on a `type` cache against the CPU on the same cache type (kSameCacheNmse) and,
+  // for the lossy types, against the CPU's F32 cache `ref32` (vs_f32_bound).
+  void expect_matches_cpu(const std::vector<float>& got, const AttentionHarness& h, GgmlType type,
+                          const std::vector<float>& ref32) {
+    if (type != GgmlType::kF32) {
+      EXPECT_LT(nmse(got, h.run_cpu(cpu_, type).out), kSameCacheNmse) << "vs CPU, same cache";
+    }
+    EXPECT_LT(nmse(got, ref32), vs_f32_bound(type)) << "vs CPU, F32 cache";
+  }
+
   int n_sm_ = 0;
   CpuBackend cpu_{0};
 };
@@ -97,8 +137,8 @@ TEST_F(AttentionOpTest, StoreKvMatchesCpuCacheBitForBit) {
   SCOPED_TRACE(seed_note());
   const std::vector<SeqSpec> seqs = {{0, 37}, {16, 16}, {45, 3}, {0, 1}, {100, 1}, {0, 1, true}};
   for (const AttnGeometry& g : {kSmol, kGroup12, kBlock1}) {
-    for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
-      SCOPED_TRACE(std::string(g.name) + " " + std::string(ggml_type_traits(type).name));
+    for (GgmlType type : kCacheTypes) {
+      SCOPED_TRACE(std::string(g.name) + " " + type_name(type));
       const AttentionHarness h(g, seqs, rng_);
       const auto ref = h.run_cpu(cpu_, type);
       const auto run = h.store_gpu(type, stream_);
@@ -113,42 +153,45 @@ TEST_F(AttentionOpTest, StoreKvWithFusedRopeMatchesRopeThenStore) {
   SCOPED_TRACE(seed_note());
   const AttnGeometry g = kSmol;
   const std::vector<SeqSpec> seqs = {{0, 20}, {30, 9}, {7, 1}};
+  // Quantized caches quantize the rotated K, so their bytes match the CPU's too.
   for (RopeOrdering ord : {RopeOrdering::kNormal, RopeOrdering::kNeox}) {
     for (int32_t n_rot : {g.head_dim, g.head_dim / 2}) {
-      SCOPED_TRACE(std::string(ord == RopeOrdering::kNeox ? "neox" : "normal") + " n_rot " +
-                   std::to_string(n_rot));
-      const AttentionHarness h(g, seqs, rng_);
-      const auto& csr = h.csr(1);
-      // The table of each new row's position, and the CPU's rotate-then-store.
-      RopeParams p;
-      p.n_rot = n_rot;
-      p.freq_base = 10000.0f;
-      std::vector<float> table(csr.n_rows * n_rot);
-      for (size_t i = 0; i < seqs.size(); ++i) {
-        for (int32_t r = csr.qo_indptr[i]; r < csr.qo_indptr[i + 1]; ++r) {
-          cpu::rope_table_row(seqs[i].pos0 + r - csr.qo_indptr[i], p, &table[r * n_rot]);
+      for (GgmlType type : kCacheTypes) {
+        SCOPED_TRACE(std::string(ord == RopeOrdering::kNeox ? "neox" : "normal") + " n_rot " +
+                     std::to_string(n_rot) + " " + type_name(type));
+        const AttentionHarness h(g, seqs, rng_);
+        const auto& csr = h.csr(1);
+        // The table of each new row's position, and the CPU's rotate-then-store.
+        RopeParams p;
+        p.n_rot = n_rot;
+        p.freq_base = 10000.0f;
+        std::vector<float> table(csr.n_rows * n_rot);
+        for (size_t i = 0; i < seqs.size(); ++i) {
+          for (int32_t r = csr.qo_indptr[i]; r < csr.qo_indptr[i + 1]; ++r) {
+            cpu::rope_table_row(seqs[i].pos0 + r - csr.qo_indptr[i], p, &table[r * n_rot]);
+          }
         }
-      }
-      std::vector<float> k_rot = h.k(1);
-      for (int64_t r = 0; r < csr.n_rows; ++r) {
-        cpu::rope_row(k_rot.data() + r * h.kv_dim(), g.n_head_kv, g.head_dim, n_rot, ord,
-                      &table[r * n_rot]);
-      }
-      std::vector<uint8_t> k_ref(h.pool_bytes(GgmlType::kF32)), v_ref(k_ref.size());
-      const auto cpu_seqs = h.cpu_seqs(1, k_ref.data(), v_ref.data(), GgmlType::kF32);
-      cpu_.store_kv(k_rot.data(), h.v(1).data(), cpu_seqs.data(),
-                    static_cast<int32_t>(cpu_seqs.size()), h.shape());
+        std::vector<float> k_rot = h.k(1);
+        for (int64_t r = 0; r < csr.n_rows; ++r) {
+          cpu::rope_row(k_rot.data() + r * h.kv_dim(), g.n_head_kv, g.head_dim, n_rot, ord,
+                        &table[r * n_rot]);
+        }
+        std::vector<uint8_t> k_ref(h.pool_bytes(type)), v_ref(k_ref.size());
+        const auto cpu_seqs = h.cpu_seqs(1, k_ref.data(), v_ref.data(), type);
+        cpu_.store_kv(k_rot.data(), h.v(1).data(), cpu_seqs.data(),
+                      static_cast<int32_t>(cpu_seqs.size()), h.shape());
 
-      AttentionHarness::GpuRun run(h, GgmlType::kF32);
-      DeviceBuffer<float> k(h.k(1)), v(h.v(1)), d_table(table);
-      const StoreKvRope rope{d_table.get(), n_rot, ord};
-      const Status st = store_kv(k.get(), v.get(), csr.n_rows, run.layer, run.csr.batch, h.shape(),
-                                 &rope, stream_);
-      ASSERT_TRUE(st.ok()) << st.error().message;
-      sync();
-      EXPECT_TRUE(test::same_bits(run.k_pool.download(), k_ref));
-      EXPECT_TRUE(test::same_bits(run.v_pool.download(), v_ref));
-      EXPECT_TRUE(test::same_bits(k.download(), h.k(1))) << "store_kv modified its input";
+        AttentionHarness::GpuRun run(h, type);
+        DeviceBuffer<float> k(h.k(1)), v(h.v(1)), d_table(table);
+        const StoreKvRope rope{d_table.get(), n_rot, ord};
+        const Status st = store_kv(k.get(), v.get(), csr.n_rows, run.layer, run.csr.batch,
+                                   h.shape(), &rope, stream_);
+        ASSERT_TRUE(st.ok()) << st.error().message;
+        sync();
+        EXPECT_TRUE(test::same_bits(run.k_pool.download(), k_ref));
+        EXPECT_TRUE(test::same_bits(run.v_pool.download(), v_ref));
+        EXPECT_TRUE(test::same_bits(k.download(), h.k(1))) << "store_kv modified its input";
+      }
     }
   }
 }
@@ -169,18 +212,11 @@ TEST_F(AttentionOpTest, DecodeMatchesCpu) {
     const int32_t max_len = *std::max_element(lens.begin(), lens.end());
     const DecodeAttentionPlan plan =
         plan_decode_attention(static_cast<int32_t>(lens.size()), h.shape(), max_len, n_sm_);
-    for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
-      SCOPED_TRACE(std::string(g.name) + " " + std::string(ggml_type_traits(type).name) +
-                   " splits " + std::to_string(plan.n_splits) + " chunk " +
-                   std::to_string(plan.kv_chunk));
+    for (GgmlType type : kCacheTypes) {
+      SCOPED_TRACE(std::string(g.name) + " " + type_name(type) + " splits " +
+                   std::to_string(plan.n_splits) + " chunk " + std::to_string(plan.kv_chunk));
       const auto run = h.store_gpu(type, stream_);
-      const auto got = decode(h, *run, plan);
-      if (type == GgmlType::kF32) {
-        EXPECT_LT(nmse(got, ref32.out), kSameCacheNmse);
-      } else {
-        EXPECT_LT(nmse(got, h.run_cpu(cpu_, type).out), kSameCacheNmse);
-        EXPECT_LT(nmse(got, ref32.out), kF16VsF32Nmse);
-      }
+      expect_matches_cpu(decode(h, *run, plan), h, type, ref32.out);
     }
   }
 }
@@ -221,16 +257,11 @@ TEST_F(AttentionOpTest, PrefillMatchesCpuOnMixedBatches) {
   for (const auto& [g, seqs] : cases) {
     const AttentionHarness h(g, seqs, rng_);
     const auto ref32 = h.run_cpu(cpu_, GgmlType::kF32);
-    for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
-      SCOPED_TRACE(std::string(g.name) + " " + std::string(ggml_type_traits(type).name));
+    for (GgmlType type : kCacheTypes) {
+      SCOPED_TRACE(std::string(g.name) + " " + type_name(type));
       const auto run = h.store_gpu(type, stream_);
       const auto got = prefill(h, *run, h.csr(1).max_new);
-      if (type == GgmlType::kF32) {
-        EXPECT_LT(nmse(got, ref32.out), kSameCacheNmse);
-      } else {
-        EXPECT_LT(nmse(got, h.run_cpu(cpu_, type).out), kSameCacheNmse);
-        EXPECT_LT(nmse(got, ref32.out), kF16VsF32Nmse);
-      }
+      expect_matches_cpu(got, h, type, ref32.out);
       // A grid too small for the longest sequence loops over its row tiles: same bits.
       EXPECT_TRUE(test::same_bits(prefill(h, *run, 1), got));
       // Decode on the same batch writes exactly the single-row sequences' rows.
@@ -286,11 +317,11 @@ TEST(AttentionOpArgs, LaunchersRejectBadShapesAndPlans) {
   const Status st_gqa = decode_attention(&dummy, kv, b, ragged, {}, nullptr, &dummy, nullptr);
   ASSERT_FALSE(st_gqa.ok());
   EXPECT_EQ(st_gqa.error().code, ErrorCode::kInvalidInput) << code(st_gqa);
-  PagedKvLayer q8 = kv;
-  q8.type = GgmlType::kQ8_0;
-  const Status st_q8 = store_kv(&dummy, &dummy, 1, q8, b, ok_shape, nullptr, nullptr);
-  ASSERT_FALSE(st_q8.ok());
-  EXPECT_EQ(st_q8.error().code, ErrorCode::kUnsupported) << code(st_q8);
+  PagedKvLayer q4_1 = kv;  // a CPU weight type that no KV cache uses
+  q4_1.type = GgmlType::kQ4_1;
+  const Status st_q4_1 = store_kv(&dummy, &dummy, 1, q4_1, b, ok_shape, nullptr, nullptr);
+  ASSERT_FALSE(st_q4_1.ok());
+  EXPECT_EQ(st_q4_1.error().code, ErrorCode::kUnsupported) << code(st_q4_1);
   EXPECT_FALSE(decode_attention(&dummy, kv, b, ok_shape, {0, 64}, nullptr, &dummy, nullptr).ok());
   EXPECT_FALSE(decode_attention(&dummy, kv, b, ok_shape, {4, 0}, &dummy, &dummy, nullptr).ok());
   EXPECT_FALSE(decode_attention(&dummy, kv, b, ok_shape, {4, 64}, nullptr, &dummy, nullptr).ok());
@@ -307,8 +338,12 @@ TEST(AttentionOpArgs, LaunchersRejectBadShapesAndPlans) {
 
 TEST(AttentionOpArgs, DecodePlanCoversTheContextAndSizesTheWorkspace) {
   const AttentionShape llama3{32, 8, 128, 0.088f};
-  // A batch that fills 132 SMs by itself needs no split.
-  EXPECT_EQ(plan_decode_attention(64, llama3, 8192, 132).n_splits, 1);
+  // A batch that gives 132 SMs 8 blocks each by itself needs no split; half of it does.
+  EXPECT_EQ(plan_decode_attention(132, llama3, 8192, 132).n_splits, 1);
+  EXPECT_GT(plan_decode_attention(66, llama3, 8192, 132).n_splits, 1);
+  // Chunks do not grow with the planned context until 64 splits would not cover it.
+  EXPECT_EQ(plan_decode_attention(32, llama3, 8192, 132).kv_chunk, 256);
+  EXPECT_EQ(plan_decode_attention(32, llama3, 32768, 132).kv_chunk, 512);
   EXPECT_EQ(plan_decode_attention(1, llama3, 200, 132).n_splits, 1);  // too short to split
   for (int32_t len : {257, 1000, 8192, 32768}) {
     const DecodeAttentionPlan p = plan_decode_attention(1, llama3, len, 132);

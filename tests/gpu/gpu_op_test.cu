@@ -289,6 +289,43 @@ TEST_F(GpuOpTest, GemvMatchesCpuExactMatmulForEveryType) {
   }
 }
 
+TEST_F(GpuOpTest, GemvQ4_0SplitMatchesCpuAtEveryBatchAndIsBatchInvariant) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(2);
+  const GgmlType type = GgmlType::kQ4_0;
+  for (auto [n_in, n_out] : weight_shapes(type)) {
+    if (n_in % 32 != 0) continue;
+    // 1..4 rows take one pass; 5, 13 and 32 take several (decode batches of graph buckets).
+    for (int64_t rows : {1, 2, 4, 5, 13, 32}) {
+      SCOPED_TRACE(::testing::Message() << "[" << n_out << " x " << n_in << "] rows " << rows);
+      const auto w = random_weights(type, n_in, n_out, rng_);
+      const auto x = random_floats(rows * n_in, rng_);
+      std::vector<float> ref(rows * n_out);
+      matmul(w.data(), type, n_in, n_out, x.data(), rows, ref.data(), pool, ActQuant::kNone);
+      DeviceBuffer<uint8_t> d_w(w), d_split(w.size());
+      DeviceBuffer<float> d_x(x), d_y(rows * n_out), d_y1(n_out);
+      ASSERT_TRUE(repack_q4_0_split(d_w.get(), n_in, n_out, d_split.get(), stream_).ok());
+      const WeightMatrix wm{d_split.get(), type, n_in, n_out};
+      const Status st = gemv_q4_0_split(wm, d_x.get(), rows, d_y.get(), stream_);
+      ASSERT_TRUE(st.ok()) << st.error().message;
+      // The last row alone: the same bits as inside the batch.
+      const float* last = d_x.get() + (rows - 1) * n_in;
+      ASSERT_TRUE(gemv_q4_0_split(wm, last, 1, d_y1.get(), stream_).ok());
+      sync();
+      const auto got = d_y.download();
+      EXPECT_LT(nmse(got, ref), kGemvNmse.at(type));
+      const auto one = d_y1.download();
+      EXPECT_EQ(0, std::memcmp(one.data(), got.data() + (rows - 1) * n_out, n_out * sizeof(float)));
+    }
+  }
+  // Misaligned activations and rows that are not whole blocks are refused.
+  DeviceBuffer<float> d_x(64);
+  EXPECT_FALSE(
+      gemv_q4_0_split(WeightMatrix{d_x.get(), type, 32, 1}, d_x.get() + 1, 1, d_x.get(), stream_)
+          .ok());
+  EXPECT_FALSE(repack_q4_0_split(nullptr, 48, 1, nullptr, stream_).ok());
+}
+
 TEST_F(GpuOpTest, DequantizeToF16MatchesCpuDecodeRounded) {
   SCOPED_TRACE(seed_note());
   for (GgmlType type : kAllTypes) {

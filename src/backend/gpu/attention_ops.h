@@ -10,9 +10,11 @@
 // and validates only what the host can see (sizes, types, null pointers); the device arrays of
 // PagedKvBatch must satisfy paged_kv.h's invariants, and every row index and block id must lie
 // inside the caller's buffers. Errors: kInvalidInput for a bad size or shape, kUnsupported for a
-// head_dim other than 64/128 or a cache type other than F32/F16, kInternal naming the kernel when
-// a launch fails. Supported shapes: head_dim 64 or 128, any n_head divisible by n_head_kv, any
-// block_size >= 1, any context length that fits int32.
+// head_dim other than 64/128 or a cache type other than F32/F16/Q8_0/Q4_0
+// (paged_kv_type_supported), kInternal naming the kernel when a launch fails. Supported shapes:
+// head_dim 64 or 128, any n_head divisible by n_head_kv, any block_size >= 1, any context length
+// that fits int32. Quantized caches (Q8_0, Q4_0: paged_kv.h) are dequantized on load into f32
+// registers, with the CPU's arithmetic, so the attention kernels see the CPU's cached values.
 #pragma once
 
 #include <cstddef>
@@ -36,7 +38,10 @@ struct StoreKvRope {
 /// Writes row r of k and v ([n_rows][n_head_kv * head_dim], f32, device) into the cache at its
 /// position: the row's sequence i is the one with qo_indptr[i] <= r < qo_indptr[i + 1], its
 /// position kv_len(i) - n_new(i) + (r - qo_indptr[i]). Values are converted to the cache type
-/// (F16: round-to-nearest-even, the same bits as the CPU's F16 cache). Rows of padding sequences
+/// (F16: round-to-nearest-even, the same bits as the CPU's F16 cache; Q8_0/Q4_0: each 32-value
+/// block quantized with quantize_row's arithmetic (quant/quantize.h), the same bytes as the CPU's
+/// store_kv, including its all-zero row for a head row holding a NaN/inf or needing a scale
+/// beyond fp16). K is quantized after the RoPE rotation below. Rows of padding sequences
 /// (kv_len <= 0) and rows whose position would be negative are skipped. When `rope` is not null
 /// K is rotated while written (k itself is not modified). n_rows = qo_indptr[batch].
 Status store_kv(const float* k, const float* v, int64_t n_rows, const PagedKvLayer& kv,
@@ -58,9 +63,13 @@ struct DecodeAttentionPlan {
   int32_t kv_chunk = 0;  ///< keys per split, >= 1 when n_splits > 1
 };
 
-/// A plan that gives about two thread blocks per multiprocessor for `batch` sequences of up to
-/// `max_kv_len` keys (chunks of at least 256 keys, a multiple of 64), or no split when the batch
-/// alone fills the GPU. For CUDA/HIP graphs, plan with the largest context the graph will see.
+/// A plan for `batch` sequences of up to `max_kv_len` keys: no split when the batch alone gives
+/// every multiprocessor 8 thread blocks (or the context is at most 256 keys); otherwise chunks of
+/// 256 keys, or of max_kv_len / 64 rounded up to a multiple of 64 when larger (at most 64 splits,
+/// which bounds the workspace). Fixed-size chunks keep the split count of a sequence
+/// proportional to its own length when max_kv_len is the whole context a graph may see: a
+/// 1,000-key sequence gets 4 blocks per head group whatever max_kv_len is. (A chunk derived from
+/// max_kv_len would leave short sequences in one long serial block.)
 /// n_sm: multiprocessor (CU) count of the device (cudaDeviceProp::multiProcessorCount).
 DecodeAttentionPlan plan_decode_attention(int32_t batch, const AttentionShape& shape,
                                           int32_t max_kv_len, int32_t n_sm);

@@ -3,8 +3,9 @@
 //
 // A thread block owns (sequence, KV head, group of up to kMaxHeads query heads, split). It walks
 // its keys in tiles of kTileKeys:
-//   1. scores: a team of D/8 lanes per key loads the key's row (8 elements per lane: 16 bytes of
-//      fp16 or 32 of f32) and dots it with every query head of the group, reducing within the team;
+//   1. scores: a team of D/8 lanes per key loads the key's row (8 values per lane: 16 bytes of
+//      fp16, 32 of f32, or 8 Q8_0 / 4 Q4_0 bytes plus their block's fp16 scale, dequantized to
+//      f32 in registers) and dots it with every query head of the group, reducing within the team;
 //   2. softmax: one warp per head updates the running max m and sum l and turns the tile's
 //      scores into weights p = 2^(s - m);
 //   3. values: each thread accumulates 4 output dims of every head over a strided subset of the
@@ -63,9 +64,10 @@ __device__ int32_t active_splits(int32_t kv_len, const DecodeArgs& a) {
   return needed < a.n_splits ? needed : a.n_splits;
 }
 
-template <int D, typename T>
+template <int D, GgmlType T>
 __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
   using G = Geometry<D>;
+  constexpr int kRowBytes = kKvRowBytes<T, D>;
   __shared__ float s_q[kMaxHeads][D];
   __shared__ float s_p[kMaxHeads][kTileKeys];
   __shared__ float s_m[kMaxHeads], s_l[kMaxHeads], s_alpha[kMaxHeads];
@@ -113,8 +115,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
   const int dgroup = tid % G::kThreadsPerRow;  // value phase: dims dgroup*4 .. +3
   const int key_lane = tid / G::kThreadsPerRow;
   float acc[kMaxHeads][4] = {};
-  const T* k_pool = static_cast<const T*>(a.kv.k);
-  const T* v_pool = static_cast<const T*>(a.kv.v);
+  const auto* k_pool = static_cast<const uint8_t*>(a.kv.k);
+  const auto* v_pool = static_cast<const uint8_t*>(a.kv.v);
 
   for (int32_t t0 = begin; t0 < end; t0 += kTileKeys) {
     const int32_t n_tile = min(kTileKeys, end - t0);
@@ -122,9 +124,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
     for (int kk = team; kk < kTileKeys; kk += G::kKeysPerPass) {
       float kx[8] = {};
       if (kk < n_tile) {
-        kv_load8(k_pool + kv_row_offset(a.b, seq, t0 + kk, kvh, a.n_head_kv, a.kv.block_size, D) +
-                     team_lane * 8,
-                 kx);
+        const int64_t kr = kv_row_index(a.b, seq, t0 + kk, kvh, a.n_head_kv, a.kv.block_size);
+        kv_load<T>(k_pool + kr * kRowBytes, team_lane * 8, kx);
       }
 #pragma unroll
       for (int h = 0; h < kMaxHeads; ++h) {
@@ -167,9 +168,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
     }
     for (int kk = key_lane; kk < n_tile; kk += G::kKeyLanes) {
       float vx[4];
-      kv_load4(v_pool + kv_row_offset(a.b, seq, t0 + kk, kvh, a.n_head_kv, a.kv.block_size, D) +
-                   dgroup * 4,
-               vx);
+      const int64_t vr = kv_row_index(a.b, seq, t0 + kk, kvh, a.n_head_kv, a.kv.block_size);
+      kv_load<T>(v_pool + vr * kRowBytes, dgroup * 4, vx);
 #pragma unroll
       for (int h = 0; h < kMaxHeads; ++h) {
         if (h < n_h) {
@@ -240,17 +240,17 @@ __global__ void __launch_bounds__(kThreads) combine_splits_kernel(DecodeArgs a) 
 DecodeAttentionPlan plan_decode_attention(int32_t batch, const AttentionShape& shape,
                                           int32_t max_kv_len, int32_t n_sm) {
   constexpr int64_t kMinChunk = 256;
+  constexpr int64_t kMaxSplits = 64;
+  constexpr int64_t kBlocksPerSm = 8;
   if (batch <= 0 || shape.n_head_kv <= 0 || shape.n_head <= 0 || max_kv_len <= kMinChunk) {
     return {};
   }
   const int64_t group = std::max(1, shape.n_head / shape.n_head_kv);
   const int64_t blocks =
       static_cast<int64_t>(batch) * shape.n_head_kv * ((group + kMaxHeads - 1) / kMaxHeads);
-  const int64_t target = 2 * static_cast<int64_t>(std::max(n_sm, 1));
-  if (blocks >= target) return {};
-  const int64_t want = (target + blocks - 1) / blocks;
-  int64_t chunk = (max_kv_len + want - 1) / want;
-  chunk = std::max(kMinChunk, (chunk + kTileKeys - 1) / kTileKeys * kTileKeys);
+  if (blocks >= kBlocksPerSm * std::max(n_sm, 1)) return {};
+  int64_t chunk = std::max(kMinChunk, (max_kv_len + kMaxSplits - 1) / kMaxSplits);
+  chunk = (chunk + kTileKeys - 1) / kTileKeys * kTileKeys;
   const int64_t splits = (max_kv_len + chunk - 1) / chunk;
   if (splits <= 1) return {};
   return {static_cast<int32_t>(splits), static_cast<int32_t>(chunk)};
@@ -298,9 +298,9 @@ Status decode_attention(const float* q, const PagedKvLayer& kv, const PagedKvBat
                   static_cast<unsigned>(shape.n_head_kv * args.head_groups),
                   static_cast<unsigned>(batch.batch));
   const dim3 combine_grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(batch.batch));
-  dispatch_kv(kv.type, shape.head_dim, [&](auto dim, auto elem) {
+  dispatch_kv(kv.type, shape.head_dim, [&](auto dim, auto type) {
     constexpr int D = decltype(dim)::value;
-    decode_kernel<D, decltype(elem)><<<grid, kThreads, 0, stream>>>(args);
+    decode_kernel<D, decltype(type)::value><<<grid, kThreads, 0, stream>>>(args);
     if (plan.n_splits > 1) combine_splits_kernel<D><<<combine_grid, kThreads, 0, stream>>>(args);
   });
   // A failed launch leaves its error for cudaGetLastError, whichever of the two it was.

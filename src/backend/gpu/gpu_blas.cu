@@ -30,6 +30,11 @@ GpuBlas::~GpuBlas() {
   if (handle_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(handle_));
 }
 
+Status GpuBlas::set_workspace(void* workspace, size_t bytes) {
+  return blas_status(cublasSetWorkspace(static_cast<cublasHandle_t>(handle_), workspace, bytes),
+                     "cublasSetWorkspace");
+}
+
 Status GpuBlas::gemm_f16_nt(int64_t m, int64_t n, int64_t k, const __half* a, const __half* b,
                             float* c) {
   if (m < 0 || n < 0 || k < 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) {

@@ -3,6 +3,7 @@
 // the HIP compile check (tools/check_gpu_compile.sh) skips gpu_blas.cu and compiles the rest.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -19,6 +20,10 @@ class GpuBlas {
   ~GpuBlas();
   GpuBlas(const GpuBlas&) = delete;
   GpuBlas& operator=(const GpuBlas&) = delete;
+
+  /// Makes the handle use `bytes` of caller-owned device memory as its workspace, so that no
+  /// call allocates (a requirement for capturing BLAS calls into graphs). Errors: kInternal.
+  Status set_workspace(void* workspace, size_t bytes);
 
   /// C = A * B^T with row-major A [m][k] (activations, fp16), B [n][k] (weights as stored in
   /// GGUF, decoded to fp16) and C [m][n] (f32), fp32 accumulation: the prefill matmul

@@ -55,6 +55,25 @@ Status swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim, f
 /// [n_rows][w.n_in], y: [n_rows][w.n_out], must not alias.
 Status gemv(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, cudaStream_t stream);
 
+/// Rewrites a Q4_0 matrix [n_out][n_in] from ggml's 18-byte blocks (`src`, device) into the
+/// split layout of gemv_q4_0_split_gpu.cu at `dst` (device, 16-byte aligned, the same byte
+/// count; must not overlap src): all blocks' 16 nibble bytes in (output, block) order, then all
+/// blocks' fp16 scales in the same order. Values are unchanged. Errors: kInvalidInput for
+/// n_in % 32 != 0 or a misaligned dst; kInternal naming a failed launch.
+Status repack_q4_0_split(const uint8_t* src, int64_t n_in, int64_t n_out, uint8_t* dst,
+                         cudaStream_t stream);
+
+/// The decode GEMV of `gemv` for Q4_0 weights in the split layout (repack_q4_0_split), faster:
+/// each thread block computes 4 outputs with its threads over whole blocks (one 16-byte load
+/// each), each block decoded once per pass of up to 4 rows (more rows take further passes,
+/// re-reading the weights). Per (row, output): acc = fma(d * (q_j - 8), x_j, acc) over each
+/// thread's blocks, then fixed-order warp and cross-warp sums, so a row's bits never depend on
+/// n_rows. w.type must be
+/// kQ4_0, w.data and x 16-byte aligned, n_in % 32 == 0. Errors: kInvalidInput otherwise;
+/// kInternal naming a failed launch.
+Status gemv_q4_0_split(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+                       cudaStream_t stream);
+
 /// Decodes all of `w` to fp16 bits: out [w.n_out][w.n_in] (for prefill GEMMs through BLAS).
 /// Values beyond the fp16 range become +-inf (round-to-nearest-even).
 Status dequantize_to_f16(const WeightMatrix& w, __half* out, cudaStream_t stream);

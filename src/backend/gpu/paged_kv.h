@@ -1,9 +1,15 @@
 // The paged KV cache as the GPU kernels see it: one layer's K/V pools plus one step's block
 // tables in CSR form, as plain structs of device pointers (passed to kernels by value).
 //
-// Pool layout: the CPU's (KvLayerView in backend/op_params.h, docs/engine.md "KV memory"). Row
-// ((b * n_head_kv + h) * block_size + t) of head_dim elements holds KV head h at offset t of
-// physical block b, so one block of one head is block_size * head_dim contiguous elements.
+// Pool layout: the CPU's, byte for byte (KvLayerView in backend/op_params.h, docs/engine.md "KV
+// memory"). Row ((b * n_head_kv + h) * block_size + t) holds the head_dim values of KV head h at
+// offset t of physical block b; a row is ggml_row_bytes(type, head_dim) bytes, so one block of one
+// head is block_size contiguous rows. Within a row: head_dim f32 or fp16 values, or for Q8_0/Q4_0
+// head_dim / 32 ggml blocks back to back (quant/blocks.h: block_q8_0 = fp16 scale d + 32 int8,
+// x = d * q; block_q4_0 = fp16 d + 16 bytes, value j < 16 the low nibble of byte j, value j + 16
+// its high nibble, x = d * (nibble - 8)), quantized with quantize_row's rounding (quant/quantize.h)
+// so the GPU writes the bytes the CPU would. Q8_0 takes 34/32 = 1.0625 bytes per value, Q4_0
+// 18/32 = 0.5625.
 //
 // Block tables: FlashInfer's paged_kv_t (include/flashinfer/page.cuh, "KV-Cache Layout" in its
 // docs) plus its ragged query index qo_indptr, i.e. exactly the engine's PagedKvCsr
@@ -36,10 +42,17 @@
 
 namespace novaserve::gpu {
 
-/// One layer's K and V pools in device memory. Element type F32 or F16 (the GPU kernels support
-/// these two; the CPU's Q8_0/Q4_0 caches are not implemented on the GPU).
+/// Cache types the GPU kernels read and write: F32, F16, Q8_0 and Q4_0 (the CPU's set).
+inline bool paged_kv_type_supported(GgmlType type) {
+  return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kQ8_0 ||
+         type == GgmlType::kQ4_0;
+}
+
+/// One layer's K and V pools in device memory, of a type paged_kv_type_supported accepts.
 struct PagedKvLayer {
-  void* k = nullptr;  ///< K pool: num_blocks * n_head_kv * block_size * head_dim elements
+  /// K pool: num_blocks * n_head_kv * block_size rows of ggml_row_bytes(type, head_dim) bytes.
+  /// Aligned to 16 bytes for F32/F16 (whole-vector loads), to 2 for Q8_0/Q4_0 (fp16 scales).
+  void* k = nullptr;
   void* v = nullptr;  ///< V pool, same shape
   GgmlType type = GgmlType::kF16;
   int32_t block_size = 16;  ///< positions per block, >= 1

@@ -3,7 +3,7 @@
 //
 // A thread block owns kRows query rows of one query head of one sequence. It walks the keys
 // 0 .. (its last row's position) in tiles of kKeys positions gathered from the paged cache into
-// shared memory (converted to f32), first K, then V in the same buffer:
+// shared memory (converted or dequantized to f32), first K, then V in the same buffer:
 //   S = Q K^T for the tile (each thread: one row, kKeys / kThreadsPerRow columns), causal mask,
 //   running max m and sum l per row (the row's kThreadsPerRow threads are adjacent lanes and
 //   reduce with two shuffles), P = 2^(S - m) to shared memory, then O = O * 2^(m_old - m) + P V
@@ -43,22 +43,23 @@ struct PrefillArgs {
 
 // Gathers kKeys rows (positions j0 ..) of KV head kvh into tile[kKeys][D + 1] as f32; positions
 // at or after `end` read as zero.
-template <int D, typename T>
-__device__ void load_tile(const T* pool, const PrefillArgs& a, int32_t seq, int32_t kvh, int32_t j0,
-                          int32_t end, float (*tile)[D + 1]) {
+template <int D, GgmlType T>
+__device__ void load_tile(const uint8_t* pool, const PrefillArgs& a, int32_t seq, int32_t kvh,
+                          int32_t j0, int32_t end, float (*tile)[D + 1]) {
   constexpr int kVecsPerRow = D / 4;
   for (int e = threadIdx.x; e < kKeys * kVecsPerRow; e += kThreads) {
     const int c = e / kVecsPerRow, d = (e % kVecsPerRow) * 4;
     float x[4] = {};
     if (j0 + c < end) {
-      kv_load4(pool + kv_row_offset(a.b, seq, j0 + c, kvh, a.n_head_kv, a.kv.block_size, D) + d, x);
+      const int64_t row = kv_row_index(a.b, seq, j0 + c, kvh, a.n_head_kv, a.kv.block_size);
+      kv_load<T>(pool + row * kKvRowBytes<T, D>, d, x);
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) tile[c][d + i] = x[i];
   }
 }
 
-template <int D, typename T>
+template <int D, GgmlType T>
 __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs a) {
   constexpr int kDimsPerThread = D / kThreadsPerRow;
   __shared__ float s_q[kRows][D + 1];  // +1: rows of a warp land in different banks
@@ -75,8 +76,8 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs a) {
   const int tid = threadIdx.x;
   const int r = tid / kThreadsPerRow;  // this thread's query row within the tile
   const int c4 = tid % kThreadsPerRow;
-  const T* k_pool = static_cast<const T*>(a.kv.k);
-  const T* v_pool = static_cast<const T*>(a.kv.v);
+  const auto* k_pool = static_cast<const uint8_t*>(a.kv.k);
+  const auto* v_pool = static_cast<const uint8_t*>(a.kv.v);
 
   for (int32_t tile = blockIdx.x; tile * kRows < n_new; tile += gridDim.x) {
     const int64_t row0 = a.b.qo_indptr[seq] + static_cast<int64_t>(tile) * kRows;
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs a) {
 
     for (int32_t j0 = 0; j0 < end; j0 += kKeys) {
       __syncthreads();  // s_q written / the previous key tile's V and P consumed
-      load_tile<D>(k_pool, a, seq, kvh, j0, end, s_kv);
+      load_tile<D, T>(k_pool, a, seq, kvh, j0, end, s_kv);
       __syncthreads();
       float s[kColsPerThread];
       float mx = -INFINITY;
@@ -130,7 +131,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs a) {
       l = l * alpha + sum;
       m = m_new;
       __syncthreads();  // all scores read K; P complete
-      load_tile<D>(v_pool, a, seq, kvh, j0, end, s_kv);
+      load_tile<D, T>(v_pool, a, seq, kvh, j0, end, s_kv);
       __syncthreads();
 #pragma unroll
       for (int k = 0; k < kDimsPerThread; ++k) acc[k] *= alpha;
@@ -176,8 +177,9 @@ Status prefill_attention(const float* q, const PagedKvLayer& kv, const PagedKvBa
   const int32_t row_tiles = (max_new_per_seq + kRows - 1) / kRows;
   const dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(shape.n_head),
                   static_cast<unsigned>(batch.batch));
-  dispatch_kv(kv.type, shape.head_dim, [&](auto dim, auto elem) {
-    prefill_kernel<decltype(dim)::value, decltype(elem)><<<grid, kThreads, 0, stream>>>(args);
+  dispatch_kv(kv.type, shape.head_dim, [&](auto dim, auto type) {
+    prefill_kernel<decltype(dim)::value, decltype(type)::value>
+        <<<grid, kThreads, 0, stream>>>(args);
   });
   return launch_status("prefill_attention_kernel");
 }

@@ -94,6 +94,7 @@
 #define cublasGemmEx hipblasGemmEx
 #define cublasHandle_t hipblasHandle_t
 #define cublasSetStream hipblasSetStream
+#define cublasSetWorkspace hipblasSetWorkspace
 #define cublasStatus_t hipblasStatus_t
 #else
 #include <cublas_v2.h>

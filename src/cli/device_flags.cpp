@@ -1,0 +1,62 @@
+#include "cli/device_flags.h"
+
+#include <CLI/CLI.hpp>
+
+#include "model/kv_view.h"
+#if defined(NOVASERVE_WITH_GPU)
+#include "backend/gpu/gpu_runner.h"
+#endif
+
+namespace novaserve {
+
+void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilization) {
+  cmd.add_option("--device", f.device, "backend: cpu, cuda or hip")->capture_default_str();
+  cmd.add_option("--gpu", f.gpu, "GPU ordinal for --device cuda/hip")->capture_default_str();
+  cmd.add_flag("--no-graphs", f.no_graphs,
+               "launch GPU decode steps kernel by kernel instead of replaying CUDA/HIP graphs");
+  if (with_memory_utilization) {
+    cmd.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
+                   "share of GPU memory for weights, workspaces and KV cache; the KV pool gets "
+                   "the rest")
+        ->capture_default_str();
+  }
+}
+
+Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string& name) {
+  if (name == "auto") return is_gpu_device(f) ? GgmlType::kF16 : GgmlType::kF32;
+  const auto type = parse_kv_cache_dtype(name);
+  if (!type) {
+    return Err(ErrorCode::kInvalidInput,
+               "--kv-cache-dtype must be auto, f32, f16, q8 or q4 (got '" + name + "')");
+  }
+  return *type;
+}
+
+Result<RunnerFactory> device_runner_factory(const DeviceFlags& f) {
+  if (f.device != "cpu" && f.device != "cuda" && f.device != "hip") {
+    return Err(ErrorCode::kInvalidInput,
+               "--device must be cpu, cuda or hip (got '" + f.device + "')");
+  }
+  if (f.gpu < 0 || f.gpu > 1024) {
+    return Err(ErrorCode::kInvalidInput, "--gpu must be in [0, 1024]");
+  }
+  if (!(f.gpu_memory_utilization > 0.0 && f.gpu_memory_utilization <= 1.0)) {
+    return Err(ErrorCode::kInvalidInput, "--gpu-memory-utilization must be in (0, 1]");
+  }
+  if (f.device == "cpu") return RunnerFactory{};
+#if defined(NOVASERVE_WITH_GPU)
+  if (f.device == gpu::gpu_vendor()) {
+    const gpu::GpuRunnerOptions options{static_cast<int>(f.gpu), !f.no_graphs};
+    return RunnerFactory([options](std::shared_ptr<const GgufFile> file) {
+      return gpu::create_gpu_runner(std::move(file), options);
+    });
+  }
+#endif
+  const char* preset = f.device == "cuda" ? "cuda" : "hip";
+  return Err(ErrorCode::kInvalidInput, "--device " + f.device +
+                                           ": this novaserve was built without it (build with "
+                                           "`cmake --preset " +
+                                           preset + "`)");
+}
+
+}  // namespace novaserve

@@ -1,0 +1,46 @@
+// The device flags shared by `serve`, `generate` and `bench`: --device cpu|cuda|hip, --gpu N,
+// --no-graphs and --gpu-memory-utilization, and the ModelRunner factory they select.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+#include "engine/engine.h"
+#include "quant/ggml_type.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace novaserve {
+
+/// Flag values as typed (checked by device_runner_factory).
+struct DeviceFlags {
+  std::string device = "cpu";
+  int64_t gpu = 0;
+  bool no_graphs = false;
+  double gpu_memory_utilization = 0.90;
+};
+
+/// Adds --device, --gpu and --no-graphs, plus --gpu-memory-utilization when
+/// `with_memory_utilization` (commands whose KV pool is sized by the engine).
+void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilization);
+
+/// Whether --device names a GPU backend.
+inline bool is_gpu_device(const DeviceFlags& f) {
+  return f.device != "cpu";
+}
+
+/// The --kv-cache-dtype value "auto" resolved for the device (f32 on the CPU, f16 on a GPU), or
+/// the named type (every one of them works on the CPU and the GPUs). Errors: kInvalidInput for
+/// an unknown name.
+Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string& name);
+
+/// The runner factory of --device: empty for cpu (the engine's default CPU runner), the GPU
+/// runner for cuda/hip. Errors: kInvalidInput for an unknown device, a negative --gpu, a
+/// --gpu-memory-utilization outside (0, 1], or a GPU backend this binary was built without
+/// (naming the CMake preset that builds it).
+Result<RunnerFactory> device_runner_factory(const DeviceFlags& f);
+
+}  // namespace novaserve

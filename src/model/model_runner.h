@@ -1,0 +1,87 @@
+// ModelRunner: what the engine, `generate` and `bench` drive, whatever device runs the model. The
+// CPU's LlamaModel (model/llama_model.h) and the GPU runner (backend/gpu/gpu_runner.h) implement
+// it with the same forward-step contract, so the scheduler and KV block bookkeeping are shared.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "backend/cpu/matmul.h"  // ActQuant
+#include "common/result.h"
+#include "model/kv_view.h"
+#include "model/model_config.h"
+
+namespace novaserve {
+
+/// One sequence's part of a batched forward step.
+struct ForwardSeq {
+  std::span<const int32_t> tokens;  ///< new tokens (>= 1), each in [0, n_vocab)
+  /// Position of tokens[0]; the cache must already hold positions 0 .. pos0 - 1 of this
+  /// sequence (the caller tracks it, e.g. SequenceKvCache::size()).
+  int32_t pos0 = 0;
+  /// Where this sequence's K/V live; needs pos0 + n <= capacity(). k/v point into the memory
+  /// the runner's kernels read (host for the CPU, the device pool from allocate_kv for a GPU);
+  /// the block table is always a host array.
+  KvSequenceView kv;
+  bool all_logits = false;  ///< logits for every new token, else only for the last one
+};
+
+/// K and V pool storage in a runner's memory: two buffers of the size asked for.
+struct KvPoolMemory {
+  void* k = nullptr;
+  void* v = nullptr;
+};
+
+/// A loaded model on one device. Not thread-safe: one thread drives a runner at a time.
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+
+  virtual const ModelConfig& config() const = 0;
+
+  /// One line for logs: the device and how it runs ("cpu, 2 threads", "cuda:0 NVIDIA H200,
+  /// graphs on").
+  virtual std::string describe() const = 0;
+
+  /// Runs one step for `seqs`, writing their new K/V into their caches, and computes logits.
+  /// `mode`: ActQuant::kNone (exact f32 activations) or kQ8 (8-bit activations; the CPU only,
+  /// GPU runners compute with f32 activations either way).
+  /// Errors (nothing is computed): kInvalidInput for an empty sequence, a token id outside the
+  /// vocabulary, a negative pos0, a KV type the runner cannot use, or a cache too small for
+  /// pos0 + n new tokens; kInternal naming a failed device call.
+  virtual Status forward(std::span<const ForwardSeq> seqs, ActQuant mode) = 0;
+
+  /// Sizes every workspace for steps of up to `max_rows` new tokens over up to `max_seqs`
+  /// sequences (logits for the last token of each), with KV views of up to `max_context`
+  /// positions in blocks of `block_size`, so that such steps never allocate. Optional: forward()
+  /// grows workspaces on demand anyway. Errors: kInternal when device memory runs out.
+  virtual Status reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
+                         int32_t block_size) = 0;
+
+  /// Logits (n_vocab floats, host memory) of the last forward(): sequence `seq`'s new token
+  /// `token` (-1 = the last one). Non-last tokens are available only when that sequence asked
+  /// for all_logits. Valid until the next forward().
+  virtual const float* logits(size_t seq, int32_t token = -1) const = 0;
+
+  /// True when the KV cache must live in device memory from allocate_kv (GPU runners); false
+  /// when host memory (PagedKvCache's own) is what the kernels read.
+  virtual bool kv_on_device() const { return false; }
+
+  /// Device bytes left for the KV pool when the runner may use `utilization` (0, 1] of the
+  /// device's memory in total, after the weights and the workspaces reserved so far; nullopt for
+  /// host runners (whose KV size is the caller's --kv-cache-memory).
+  virtual std::optional<uint64_t> kv_memory_budget(double utilization) const {
+    return std::nullopt;
+  }
+
+  /// Allocates two zeroed buffers of `bytes` each (K and V pools) in device memory, owned by the
+  /// runner and freed with it. Errors: kUnsupported for host runners; kInternal when the device
+  /// is out of memory.
+  virtual Result<KvPoolMemory> allocate_kv(uint64_t bytes) {
+    return Err(ErrorCode::kUnsupported, "this runner keeps its KV cache in host memory");
+  }
+};
+
+}  // namespace novaserve

@@ -1,0 +1,325 @@
+// End-to-end tests of the GPU ModelRunner (backend/gpu/gpu_runner.h) against the CPU runner
+// (LlamaModel, exact f32 activations) as the reference, through runner_lockstep.h: tiny random
+// models of every weight type and both architectures, a synth model of the default model's shape
+// and the default model itself, at batch 32 with mixed prompt lengths, graphs on and off, f16 and
+// quantized KV caches; synth models of the big presets when run.sh provides them; plus graph
+// replay against eager steps bit for bit, and no device allocation after warm-up.
+//
+// Tolerance: normalized logit error (runner_lockstep.h) <= 1e-2. GEMVs (up to 8 rows: decode at
+// small batches) accumulate in f32 like the CPU (only the order differs), but GEMMs (prefill,
+// decode batches above 8) run with fp16 activations and weights (11-bit mantissa: ~5e-4 relative
+// per value), and their error feeds every later step through the KV cache. Divergent greedy
+// tokens are allowed at near-ties only.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../unit/model/tiny_model.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/gpu/gpu_alloc.h"
+#include "backend/gpu/gpu_runner.h"
+#include "gpu_test_util.h"
+#include "model/llama_model.h"
+#include "model/synth.h"
+#include "runner_lockstep.h"
+#include "tokenizer/tokenizer.h"
+
+namespace novaserve::gpu::test {
+namespace {
+
+constexpr double kTol = 1e-2;
+
+std::string default_model_path() {
+  if (const char* env = std::getenv("NOVASERVE_MODEL")) return env;
+  const char* src = std::getenv("NOVASERVE_SOURCE_DIR");
+  return std::string(src != nullptr ? src : ".") + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+std::unique_ptr<ModelRunner> cpu_runner(std::shared_ptr<const GgufFile> f) {
+  auto m = LlamaModel::create(std::move(f), std::make_unique<CpuBackend>(0));
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? std::unique_ptr<ModelRunner>(std::move(m.value())) : nullptr;
+}
+
+std::unique_ptr<ModelRunner> gpu_runner(std::shared_ptr<const GgufFile> f, bool graphs) {
+  auto m = create_gpu_runner(std::move(f), GpuRunnerOptions{0, graphs});
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? std::move(m.value()) : nullptr;
+}
+
+// `n` prompts of mixed lengths in [1, max_len] of random ids in [1, n_vocab).
+std::vector<std::vector<int32_t>> random_prompts(int n, int max_len, int64_t n_vocab,
+                                                 uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> len(1, max_len);
+  std::uniform_int_distribution<int32_t> id(1, static_cast<int32_t>(n_vocab - 1));
+  std::vector<std::vector<int32_t>> p(n);
+  for (auto& v : p) {
+    v.resize(len(rng));
+    for (int32_t& t : v) t = id(rng);
+  }
+  return p;
+}
+
+void report(const char* what, const LockstepReport& r) {
+  std::printf(
+      "[ lockstep ] %s: max normalized logit error %.2e over %d rows; %d sequences "
+      "identical, %d parted at a near-tie\n",
+      what, r.max_error, r.compared_rows, r.identical, r.diverged);
+}
+
+class GpuRunnerTest : public GpuTest {};
+
+struct TinyCase {
+  const char* name;
+  testing::TinySpec spec;
+};
+
+std::vector<TinyCase> tiny_cases() {
+  testing::TinySpec base;
+  base.n_embd = 256;  // head_dim 64, the smallest the GPU attention kernels take
+  base.n_head = 4;
+  base.n_head_kv = 2;
+  base.n_ff = 512;
+  base.n_vocab = 300;
+  base.n_ctx = 256;
+  base.tied = false;
+  std::vector<TinyCase> cases;
+  for (GgmlType t : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
+                     GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    testing::TinySpec s = base;
+    s.matrix_type = t;
+    s.embd_type = t == GgmlType::kQ4_K || t == GgmlType::kQ6_K ? GgmlType::kQ8_0 : t;
+    cases.push_back({ggml_type_traits(t).name.data(), s});
+  }
+  testing::TinySpec qwen = base;
+  qwen.arch = "qwen2";
+  qwen.qkv_bias = true;
+  qwen.tied = true;
+  cases.push_back({"qwen2 (biases, tied)", qwen});
+  return cases;
+}
+
+TEST_F(GpuRunnerTest, TinyModelsMatchCpuAtBatch32) {
+  for (const TinyCase& tc : tiny_cases()) {
+    SCOPED_TRACE(tc.name);
+    auto file = testing::make_tiny_model(tc.spec);
+    ASSERT_NE(file.file, nullptr);
+    const auto prompts = random_prompts(32, 60, tc.spec.n_vocab, 11);
+    for (bool graphs : {true, false}) {
+      auto cpu = cpu_runner(file.file);
+      auto gpu = gpu_runner(file.file, graphs);
+      ASSERT_TRUE(cpu && gpu);
+      const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 64, 16, kTol, GgmlType::kF16);
+      report((std::string(tc.name) + (graphs ? ", graphs" : ", no graphs")).c_str(), r);
+      EXPECT_GT(r.compared_rows, 0);
+    }
+  }
+}
+
+// --kv-cache-dtype q8/q4 on the GPU. store_kv reproduces the CPU's quantizer bit for bit and
+// attention reads the same values (attention_kv_quant_test.cu, attention_op_test.cu), but the two
+// runners quantize slightly different K/V (the GPU's GEMMs use fp16 activations), and a value
+// near a rounding boundary lands a whole quantization step apart. Such flips are a subset of what
+// quantizing the cache does at all, so the bound is calibrated on the CPU alone, per model and
+// type: 1e-2 plus twice the largest logit change that the quantized cache causes against an f16
+// one (two CPU runners in lockstep). Near-ties widen with it.
+double kv_quant_bound(std::shared_ptr<const GgufFile> file,
+                      const std::vector<std::vector<int32_t>>& prompts, int32_t n_new,
+                      int32_t chunk, GgmlType kv) {
+  auto a = cpu_runner(file);
+  auto b = cpu_runner(file);
+  const LockstepReport r = run_lockstep(*a, *b, prompts, n_new, chunk, 1e30, GgmlType::kF16, kv);
+  std::printf("[ lockstep ] CPU, KV f16 vs %s: max normalized logit error %.2e\n",
+              std::string(ggml_type_traits(kv).name).c_str(), r.max_error);
+  return kTol + 2.0 * r.max_error;
+}
+
+TEST_F(GpuRunnerTest, QuantizedKvCachesMatchCpu) {
+  testing::TinySpec s = tiny_cases()[1].spec;  // Q8_0 matrices
+  auto file = testing::make_tiny_model(s);
+  const auto prompts = random_prompts(32, 60, s.n_vocab, 13);
+  for (GgmlType kv : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    const double tol = kv_quant_bound(file.file, prompts, 64, 16, kv);
+    auto cpu = cpu_runner(file.file);
+    auto gpu = gpu_runner(file.file, true);
+    ASSERT_TRUE(cpu && gpu);
+    const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 64, 16, tol, kv);
+    report((std::string("tiny q8_0, KV ") + std::string(ggml_type_traits(kv).name)).c_str(), r);
+    EXPECT_GT(r.compared_rows, 0);
+  }
+}
+
+TEST_F(GpuRunnerTest, GraphReplayEqualsEagerStepsBitForBit) {
+  testing::TinySpec s = tiny_cases()[2].spec;  // Q4_0
+  auto file = testing::make_tiny_model(s);
+  // Batch 13 pads to the bucket of 16: padding rows must not disturb the real ones. Contexts
+  // stay under one split-K chunk, so both runs use the same attention plan.
+  const auto prompts = random_prompts(13, 40, s.n_vocab, 5);
+  auto eager = gpu_runner(file.file, false);
+  auto graphs = gpu_runner(file.file, true);
+  ASSERT_TRUE(eager && graphs);
+  const LockstepReport r = run_lockstep(*eager, *graphs, prompts, 48, 16, 0.0, GgmlType::kF16);
+  EXPECT_EQ(r.max_error, 0.0);
+  EXPECT_EQ(r.diverged, 0);
+}
+
+TEST_F(GpuRunnerTest, NoDeviceAllocationAfterWarmUp) {
+  testing::TinySpec s = tiny_cases()[1].spec;  // Q8_0
+  auto file = testing::make_tiny_model(s);
+  auto gpu = gpu_runner(file.file, true);
+  ASSERT_TRUE(gpu);
+  const int32_t block_size = 16, max_context = 128, n = 32;
+  ASSERT_TRUE(gpu->reserve(n * 16, n, max_context, block_size).ok());
+  auto kv = PagedKvCache::create(gpu->config(), n * (max_context / block_size), block_size,
+                                 GgmlType::kF16, gpu.get());
+  ASSERT_TRUE(kv.ok()) << kv.error().message;
+  std::vector<BlockTable> tables;
+  for (int32_t i = 0; i < n; ++i) {
+    tables.emplace_back(max_context / block_size);
+    for (int32_t b = 0; b < max_context / block_size; ++b) {
+      tables.back().push_back(i * (max_context / block_size) + b);
+    }
+  }
+  std::vector<int32_t> pos(n, 0);
+  std::vector<int32_t> token(n, 1);
+  std::vector<ForwardSeq> seqs;
+  // One decode step of the first `batch` sequences.
+  auto step = [&](int32_t batch) {
+    seqs.clear();
+    for (int32_t i = 0; i < batch; ++i) {
+      seqs.push_back(ForwardSeq{{&token[i], 1}, pos[i], kv->view(tables[i]), false});
+    }
+    const Status st = gpu->forward(seqs, ActQuant::kNone);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    for (int32_t i = 0; i < batch; ++i) {
+      ++pos[i];
+      token[i] = argmax(gpu->logits(i), gpu->config().n_vocab);
+    }
+  };
+  const std::vector<int32_t> sizes = {1, 3, 8, 13, 32, 17, 2};
+  for (int32_t b : sizes) step(b);  // warm-up: captures every bucket's graph
+  const GpuAllocCounters before = gpu_alloc_counters();
+  for (int round = 0; round < 3; ++round) {
+    for (int32_t b : sizes) step(b);
+  }
+  const GpuAllocCounters after = gpu_alloc_counters();
+  EXPECT_EQ(after.device_allocs, before.device_allocs);
+  EXPECT_EQ(after.pinned_host_allocs, before.pinned_host_allocs);
+}
+
+TEST(GpuRunnerBuckets, PadToPowersOfTwoThenMultiplesOfEight) {
+  const std::vector<std::pair<int32_t, int32_t>> want = {
+      {1, 1}, {2, 2}, {3, 4}, {5, 8}, {9, 16}, {16, 16}, {17, 24}, {24, 24}, {25, 32}, {33, 40}};
+  for (auto [n, b] : want) EXPECT_EQ(decode_bucket(n), b) << n;
+}
+
+// The default model (and a synth model of its shape) on the golden-style prompts.
+class GpuRunnerModelTest : public GpuRunnerTest {
+ protected:
+  void SetUp() override {
+    GpuRunnerTest::SetUp();
+    if (IsSkipped()) return;
+    path_ = default_model_path();
+    if (!std::filesystem::exists(path_)) {
+      GTEST_SKIP() << path_ << " is missing (tools/fetch_model.sh; or set NOVASERVE_MODEL)";
+    }
+  }
+  std::string path_;
+};
+
+std::vector<std::vector<int32_t>> text_prompts(const Tokenizer& tok) {
+  const std::vector<std::string> texts = {
+      "Hello, my name is", "The capital of France is",      "Once upon a time",
+      "def fibonacci(n):", "The three primary colours are", "In 1969, humans",
+      "Water boils at",    "My favourite food is"};
+  // 32 prompts of mixed lengths: each text alone, and with 1..3 copies of another in front.
+  std::vector<std::vector<int32_t>> p;
+  for (size_t rep = 0; rep < 4; ++rep) {
+    for (size_t i = 0; i < texts.size(); ++i) {
+      std::string t;
+      for (size_t r = 0; r < rep; ++r) t += texts[(i + r + 1) % texts.size()] + " ";
+      p.push_back(tok.encode(t + texts[i], /*add_special=*/true, /*parse_special=*/false));
+    }
+  }
+  return p;
+}
+
+TEST_F(GpuRunnerModelTest, DefaultModelMatchesCpuAtBatch32) {
+  auto opened = GgufFile::open(path_);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  std::shared_ptr<const GgufFile> file(std::move(opened.value()));
+  auto tok = Tokenizer::from_gguf(*file);
+  ASSERT_TRUE(tok.ok());
+  const auto prompts = text_prompts(**tok);
+  for (bool graphs : {true, false}) {
+    auto cpu = cpu_runner(file);
+    auto gpu = gpu_runner(file, graphs);
+    ASSERT_TRUE(cpu && gpu);
+    const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 64, 32, kTol, GgmlType::kF16);
+    report(graphs ? "default model, graphs" : "default model, no graphs", r);
+  }
+  auto cpu = cpu_runner(file);
+  auto gpu = gpu_runner(file, true);
+  ASSERT_TRUE(cpu && gpu);
+  const double tol = kv_quant_bound(file, prompts, 64, 32, GgmlType::kQ8_0);
+  const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 64, 32, tol, GgmlType::kQ8_0);
+  report("default model, graphs, KV q8_0", r);
+}
+
+TEST_F(GpuRunnerModelTest, SynthModelMatchesCpuAtBatch32) {
+  const std::string synth = ::testing::TempDir() + "/gpu_runner_synth_smollm2.gguf";
+  SynthOptions o;
+  o.preset = "smollm2-135m";
+  o.type = GgmlType::kQ4_0;
+  o.tokenizer_source = path_;
+  auto written = write_synth_gguf(synth, o);
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  auto opened = GgufFile::open(synth);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  std::shared_ptr<const GgufFile> file(std::move(opened.value()));
+  const auto prompts = random_prompts(32, 100, 49152, 3);
+  for (bool graphs : {true, false}) {
+    auto cpu = cpu_runner(file);
+    auto gpu = gpu_runner(file, graphs);
+    ASSERT_TRUE(cpu && gpu);
+    const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 64, 32, kTol, GgmlType::kF16);
+    report(graphs ? "synth smollm2-135m Q4_0, graphs" : "synth smollm2-135m Q4_0, no graphs", r);
+  }
+  std::filesystem::remove(synth);
+}
+
+// Synth models of the big presets (llama3-8b, qwen2-7b, u15-lite-12b: GQA, NeoX RoPE with QKV
+// biases, 40 layers), written on the GPU machine by bench/gpu/run.sh and named in
+// NOVASERVE_GPU_SYNTH_MODELS (colon-separated paths). Batch 4 and 16 new tokens keep the CPU
+// reference (f32 activations over 7-12 B weights) to seconds.
+TEST_F(GpuRunnerTest, SynthPresetsMatchCpu) {
+  const char* env = std::getenv("NOVASERVE_GPU_SYNTH_MODELS");
+  if (env == nullptr || env[0] == '\0') {
+    GTEST_SKIP() << "NOVASERVE_GPU_SYNTH_MODELS is not set (bench/gpu/run.sh --bench sets it)";
+  }
+  std::string paths = env;
+  for (size_t start = 0; start < paths.size();) {
+    const size_t end = std::min(paths.find(':', start), paths.size());
+    const std::string path = paths.substr(start, end - start);
+    start = end + 1;
+    SCOPED_TRACE(path);
+    auto opened = GgufFile::open(path);
+    ASSERT_TRUE(opened.ok()) << opened.error().message;
+    std::shared_ptr<const GgufFile> file(std::move(opened.value()));
+    auto cpu = cpu_runner(file);
+    auto gpu = gpu_runner(file, true);
+    ASSERT_TRUE(cpu && gpu);
+    const auto prompts = random_prompts(4, 24, cpu->config().n_vocab, 9);
+    const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 16, 32, kTol, GgmlType::kF16);
+    report(std::filesystem::path(path).filename().c_str(), r);
+    EXPECT_GT(r.compared_rows, 0);
+  }
+}
+
+}  // namespace
+}  // namespace novaserve::gpu::test
