@@ -136,8 +136,8 @@ int run(const BenchFlags& f) {
       {"device", f.device.device},
       {"date", utc_now()},
       {"threads", std::to_string(f.threads)},
-      {"activations", f.exact ? "f32" : "q8"},
-      {"kv_cache_dtype", f.kv_cache_dtype}};
+      {"activations", is_gpu_device(f.device) || f.exact ? "f32" : "q8"},
+      {"kv_cache_dtype", std::string(ggml_type_traits(kv_type.value()).name)}};
   if (!f.csv.empty() && !write_file(f.csv, bench_csv(*results))) {
     return fail("cannot write --csv " + f.csv);
   }

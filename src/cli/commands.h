@@ -41,8 +41,9 @@ void register_bench(CLI::App& app, int& exit_code);
 
 /// Adds `synth --preset NAME --type T -o FILE [--seed S] [--threads N] [--tokenizer F]`: writes
 /// a GGUF of a named architecture with deterministic random weights (src/model/synth.h). Sets
-/// `exit_code` to 0, to 2 after a one-line error on stderr for bad flags (unknown preset or type,
-/// missing tokenizer source), or to 1 when the output cannot be written.
+/// `exit_code` to 0, or to 2 after a one-line error on stderr for bad flags (unknown preset or
+/// type, missing tokenizer source) or an output that cannot be written (a directory, a missing
+/// directory, a failed write: an existing file there is kept).
 void register_synth(CLI::App& app, int& exit_code);
 
 /// Adds `quantize IN OUT --type T [--tensor-type REGEX=TYPE ...] [--keep-f16 REGEX ...]

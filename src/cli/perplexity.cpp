@@ -32,7 +32,7 @@ struct PerplexityCliOptions {
   int64_t max_tokens = 0;
   int threads = 0;
   bool exact = false;
-  std::string kv_cache_dtype = "f32";
+  std::string kv_cache_dtype = "auto";
 };
 
 int fail(std::string message) {
@@ -47,9 +47,11 @@ int run_perplexity(const PerplexityCliOptions& o) {
   }
   if (o.max_tokens < 0) return fail("--max-tokens must be >= 0 (0 = the whole file)");
   if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
-  const auto kv_type = parse_kv_cache_dtype(o.kv_cache_dtype);
+  // "auto" is f32 here as on every CPU command (perplexity runs on the CPU).
+  const auto kv_type = parse_kv_cache_dtype(o.kv_cache_dtype == "auto" ? "f32" : o.kv_cache_dtype);
   if (!kv_type) {
-    return fail("--kv-cache-dtype must be f32, f16, q8 or q4 (got '" + o.kv_cache_dtype + "')");
+    return fail("--kv-cache-dtype must be auto, f32, f16, q8 or q4 (got '" + o.kv_cache_dtype +
+                "')");
   }
 
   auto text_file = MmapFile::open(o.file);
@@ -130,7 +132,8 @@ void register_perplexity(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "CPU threads; 0 = all cores")->capture_default_str();
   cmd->add_flag("--exact", o->exact, "f32 activations in every matmul (default: 8-bit)");
-  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "KV cache type: f32, f16, q8 or q4")
+  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype,
+                  "KV cache type: auto (f32), f32, f16, q8 or q4")
       ->capture_default_str();
   cmd->callback([o, &exit_code] { exit_code = run_perplexity(*o); });
 }

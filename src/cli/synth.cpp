@@ -103,10 +103,15 @@ int run_synth(const SynthFlags& f) {
     }
   }
 
+  std::error_code ec;
+  if (std::filesystem::is_directory(f.output, ec)) {
+    return fail(2, "-o " + f.output + " is a directory");  // before generating gigabytes
+  }
   auto r = write_synth_gguf(f.output, o);
   if (!r.ok()) {
-    const bool usage = r.error().code != ErrorCode::kIo && r.error().code != ErrorCode::kInternal;
-    return fail(usage ? 2 : 1, r.error().message);
+    // Bad input, including an output that cannot be written (as quantize and convert), is 2;
+    // only a broken invariant of our own is 1.
+    return fail(r.error().code == ErrorCode::kInternal ? 1 : 2, r.error().message);
   }
   std::fprintf(stderr,
                "novaserve synth: wrote %s: preset %s, type %s, %zu tensors, %.3f B params, "

@@ -16,7 +16,9 @@ namespace novaserve {
 /// commit() succeeds, `FINAL` is not touched: an existing file there keeps its bytes whatever
 /// happens to the write. commit() is one rename(2) in the same directory, so readers of `FINAL`
 /// see either the old file or the complete new one (POSIX rename atomicity), never a partial one.
-/// Destroying the object without a successful commit() unlinks the temporary file.
+/// Destroying the object without a successful commit() unlinks the temporary file, and so does
+/// SIGINT, SIGTERM or SIGHUP before commit() (for the first TempOutput of the process, where those
+/// signals still have their default action: the handler unlinks it and re-raises the signal).
 ///
 /// Usage: create(), write the data to path() (open it as you like; it exists, empty), close it,
 /// then commit(). The PID suffix keeps concurrent processes apart; one process must not hold two
@@ -47,6 +49,7 @@ class TempOutput {
   std::string final_;
   bool created_ = false;
   bool committed_ = false;
+  bool signal_slot_ = false;  // path_ is the one the signal handler unlinks
 };
 
 }  // namespace novaserve

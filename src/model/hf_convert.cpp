@@ -80,12 +80,21 @@ Result<std::vector<PlannedTensor>> plan_tensors(const HfCheckpoint& ckpt, const 
   return plan;
 }
 
-Status check_output_path(const std::string& out_path, const HfCheckpoint& ckpt) {
+Status check_output_path(const std::string& out_path, const std::string& hf_dir,
+                         const HfCheckpoint& ckpt) {
   std::error_code ec;
   if (fs::is_directory(out_path, ec)) {
     return Err(ErrorCode::kInvalidInput, "output " + out_path + " is a directory");
   }
   if (!fs::exists(out_path, ec)) return {};
+  // Any existing file of the checkpoint directory may be an input (config.json, tokenizer.json,
+  // tokenizer_config.json, the shard index, a chat template file): never replace one.
+  const fs::path parent = fs::absolute(out_path, ec).parent_path();
+  if (fs::equivalent(parent, hf_dir, ec)) {
+    return Err(ErrorCode::kInvalidInput, "output " + out_path +
+                                             " is a file of the checkpoint directory; write to a "
+                                             "new path");
+  }
   for (const HfTensorRef& ref : ckpt.tensors()) {
     if (fs::equivalent(out_path, ref.file->name(), ec)) {
       return Err(ErrorCode::kInvalidInput, "output " + out_path + " is an input file");
@@ -145,7 +154,7 @@ Result<HfConvertResult> convert_hf_to_gguf(const std::string& hf_dir, const std:
   kvs.insert(kvs.end(), hyper.begin() + 1, hyper.end());
   kvs.insert(kvs.end(), tok_kvs->begin(), tok_kvs->end());
 
-  NOVASERVE_RETURN_IF_ERROR(check_output_path(out_path, **ckpt));
+  NOVASERVE_RETURN_IF_ERROR(check_output_path(out_path, hf_dir, **ckpt));
   // Written next to OUT and renamed over it only when complete: an existing OUT survives any
   // failure below.
   auto temp = TempOutput::create(out_path);

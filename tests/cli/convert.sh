@@ -168,6 +168,19 @@ cmp -s "$TMP/t1" "$TMP/t2" || fail "sharded and single-file tensor tables differ
 echo "ok: sharded checkpoint"
 
 # 4. Bad input: exit 2, one line naming the problem, no output file.
+# Every file of the checkpoint is an input: none may be the output (they stay byte-identical).
+for f in config.json tokenizer.json tokenizer_config.json model.safetensors; do
+  sum=$(sha256sum <"$TMP/hf/$f")
+  expect_exit2 "output is the checkpoint's $f" "$BIN" convert "$TMP/hf" "$TMP/hf/$f" &&
+    { grep -q "checkpoint directory\|input file" "$TMP/err" || fail "$f: message: $(cat "$TMP/err")"; }
+  [ "$(sha256sum <"$TMP/hf/$f")" = "$sum" ] || fail "convert changed the checkpoint's $f"
+done
+sum=$(sha256sum <"$TMP/sharded/model.safetensors.index.json")
+expect_exit2 "output is the shard index" "$BIN" convert "$TMP/sharded" \
+  "$TMP/sharded/model.safetensors.index.json"
+[ "$(sha256sum <"$TMP/sharded/model.safetensors.index.json")" = "$sum" ] ||
+  fail "convert changed the shard index"
+
 expect_convert_fails "missing dir" "no such directory" "$TMP/nope" "$TMP/bad.gguf"
 expect_convert_fails "bad --type" "--type 'q4_0'" "$TMP/hf" "$TMP/bad.gguf" --type q4_0
 cp -r "$TMP/hf" "$TMP/trunc"

@@ -69,19 +69,23 @@ cmp -s "$OUT" "$TMP/again.gguf" || fail "same seed, different threads: files dif
 mkdir "$TMP/keep"
 printf 'sentinel: an older model\n\0\377' >"$TMP/keep/out.gguf"
 sum=$(sha256sum <"$TMP/keep/out.gguf")
-# synth exits 1 (not 2) on an I/O error: the input was fine.
+# An output that cannot be written is a bad-input error: exit 2.
 with_file_limit 8192 "$BIN" synth --preset smollm2-135m --type q4_0 -o "$TMP/keep/out.gguf" \
   --seed 3 --threads 2 2>"$TMP/err"
 rc=$?
-if [ $rc -ne 1 ]; then
-  fail "8 MiB file limit: exit $rc, expected 1: $(head -c 300 "$TMP/err")"
+if [ $rc -ne 2 ]; then
+  fail "8 MiB file limit: exit $rc, expected 2: $(head -c 300 "$TMP/err")"
 elif [ "$(wc -l <"$TMP/err")" -ne 1 ] || ! grep -q "tmp-[0-9]*: write failed" "$TMP/err"; then
   fail "8 MiB file limit: expected one line naming a failed write: $(head -c 300 "$TMP/err")"
 else
-  echo "ok (exit 1): write fails while streaming: $(cat "$TMP/err")"
+  echo "ok (exit 2): write fails while streaming: $(cat "$TMP/err")"
 fi
 [ "$(sha256sum <"$TMP/keep/out.gguf")" = "$sum" ] || fail "late failure: the existing file changed"
 ls "$TMP"/keep/out.gguf.tmp-* >/dev/null 2>&1 && fail "late failure: a temporary file was left"
 [ "$(ls "$TMP/keep")" = out.gguf ] || fail "late failure: unexpected files: $(ls "$TMP/keep")"
+
+# An output that is a directory is refused before any generation.
+mkdir "$TMP/outdir"
+expect_exit2 "output is a directory" "$BIN" synth --preset smollm2-135m --type q4_0 -o "$TMP/outdir"
 
 finish
