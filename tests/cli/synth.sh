@@ -84,6 +84,15 @@ fi
 ls "$TMP"/keep/out.gguf.tmp-* >/dev/null 2>&1 && fail "late failure: a temporary file was left"
 [ "$(ls "$TMP/keep")" = out.gguf ] || fail "late failure: unexpected files: $(ls "$TMP/keep")"
 
+# Ctrl-C (SIGINT) part way leaves neither the output nor its temporary file.
+"$BIN" synth --preset smollm2-135m --type q4_0 -o "$TMP/sig.gguf" --threads 1 2>/dev/null &
+pid=$!
+sleep 0.5
+kill -INT $pid 2>/dev/null
+wait $pid
+ls "$TMP"/sig.gguf.tmp-* >/dev/null 2>&1 && fail "SIGINT left a temporary file: $(ls "$TMP")"
+echo "ok: SIGINT leaves no temporary file"
+
 # An output that is a directory is refused before any generation.
 mkdir "$TMP/outdir"
 expect_exit2 "output is a directory" "$BIN" synth --preset smollm2-135m --type q4_0 -o "$TMP/outdir"

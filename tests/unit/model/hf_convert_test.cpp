@@ -359,9 +359,14 @@ TEST_F(HfConvertTest, RejectsBadOutputPaths) {
   EXPECT_NE(dir.error().message.find("is a directory"), std::string::npos);
   EXPECT_TRUE(fs::is_directory(out_));
   fs::remove(out_);
-  auto onto_input = convert_hf_to_gguf(dir_.string(), (dir_ / "model.safetensors").string(), {});
-  ASSERT_FALSE(onto_input.ok());
-  EXPECT_NE(onto_input.error().message.find("is an input file"), std::string::npos);
+  // Every existing file of the checkpoint directory is (or may be) an input.
+  for (const char* name : {"model.safetensors", "config.json"}) {
+    auto onto_input = convert_hf_to_gguf(dir_.string(), (dir_ / name).string(), {});
+    ASSERT_FALSE(onto_input.ok()) << name;
+    EXPECT_NE(onto_input.error().message.find("file of the checkpoint directory"),
+              std::string::npos)
+        << onto_input.error().message;
+  }
 }
 
 }  // namespace
