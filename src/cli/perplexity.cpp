@@ -13,11 +13,11 @@
 #include "backend/cpu/cpu_backend.h"
 #include "cli/cli_error.h"
 #include "cli/commands.h"
+#include "cli/device_flags.h"
 #include "common/mmap_file.h"
 #include "common/progress_bar.h"
 #include "engine/paged_kv_cache.h"
 #include "gguf/gguf_file.h"
-#include "model/kv_view.h"
 #include "model/llama_model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -47,12 +47,9 @@ int run_perplexity(const PerplexityCliOptions& o) {
   }
   if (o.max_tokens < 0) return fail("--max-tokens must be >= 0 (0 = the whole file)");
   if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
-  // "auto" is f32 here as on every CPU command (perplexity runs on the CPU).
-  const auto kv_type = parse_kv_cache_dtype(o.kv_cache_dtype == "auto" ? "f32" : o.kv_cache_dtype);
-  if (!kv_type) {
-    return fail("--kv-cache-dtype must be auto, f32, f16, q8 or q4 (got '" + o.kv_cache_dtype +
-                "')");
-  }
+  // Perplexity runs on the CPU: the default device flags resolve "auto" to f32.
+  const auto kv_type = resolve_kv_cache_dtype(DeviceFlags{}, o.kv_cache_dtype);
+  if (!kv_type.ok()) return fail(kv_type.error().message);
 
   auto text_file = MmapFile::open(o.file);
   if (!text_file.ok()) return fail("--file: " + text_file.error().message);
@@ -81,7 +78,7 @@ int run_perplexity(const PerplexityCliOptions& o) {
   po.stride = o.stride;
   po.bos_id = tok.add_bos() ? tok.bos_id() : -1;
   po.mode = o.exact ? ActQuant::kNone : ActQuant::kQ8;
-  po.kv_type = *kv_type;
+  po.kv_type = kv_type.value();
   po.pool = &cpu->pool();
   if (::isatty(STDERR_FILENO)) {
     po.progress = [](int64_t done, int64_t total) {
@@ -100,9 +97,9 @@ int run_perplexity(const PerplexityCliOptions& o) {
               static_cast<long long>(o.ctx), static_cast<long long>(o.stride),
               o.exact ? "exact" : "fast (q8 activations)", cpu->n_threads());
   std::printf("KV cache: %s, %llu bytes/token\n",
-              std::string(ggml_type_traits(*kv_type).name).c_str(),
+              std::string(ggml_type_traits(kv_type.value()).name).c_str(),
               static_cast<unsigned long long>(
-                  PagedKvCache::bytes_per_block((**model).config(), 1, *kv_type)));
+                  PagedKvCache::bytes_per_block((**model).config(), 1, kv_type.value())));
   std::printf("scored tokens: %lld\n", static_cast<long long>(s.n));
   std::printf("mean NLL: %.6f nats/token (standard error %.6f)\n", s.mean_nll, s.std_error);
   std::printf("PPL: %.4f +/- %.4f (1 s.e.), 95%% CI [%.4f, %.4f]\n", s.ppl, s.ppl * s.std_error,

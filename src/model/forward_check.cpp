@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "common/check.h"
+
 namespace novaserve {
 
 Result<ForwardRows> check_forward(std::span<const ForwardSeq> seqs, const ModelConfig& c) {
@@ -34,6 +36,15 @@ Result<ForwardRows> check_forward(std::span<const ForwardSeq> seqs, const ModelC
     rows.n_logit_rows += seq.all_logits ? n : 1;
   }
   return rows;
+}
+
+int64_t logit_row(int64_t first_row, bool all_logits, int32_t n_new, int32_t token) {
+  if (all_logits) {
+    NOVASERVE_CHECK(token < n_new) << "token " << token;
+    return first_row + (token < 0 ? n_new - 1 : token);
+  }
+  NOVASERVE_CHECK(token < 0 || token == n_new - 1) << "only the last token has logits";
+  return first_row;
 }
 
 }  // namespace novaserve

@@ -24,4 +24,10 @@ struct ForwardRows {
 /// capacity), or a token id outside [0, n_vocab).
 Result<ForwardRows> check_forward(std::span<const ForwardSeq> seqs, const ModelConfig& config);
 
+/// Row of a step's logits matrix that holds a sequence's new token `token` (-1 = its last), for
+/// a sequence whose logit rows start at `first_row` and that has `n_new` new tokens: one row per
+/// token when it asked for all_logits, else only its last token's (any other `token` is a
+/// caller bug, checked).
+int64_t logit_row(int64_t first_row, bool all_logits, int32_t n_new, int32_t token);
+
 }  // namespace novaserve

@@ -171,14 +171,8 @@ void LlamaModel::run_layer(int64_t il, int64_t n, ActQuant mode) {
 
 const float* LlamaModel::logits(size_t seq, int32_t token) const {
   NOVASERVE_CHECK(seq < seq_logit_row_.size()) << "sequence " << seq;
-  int64_t row = seq_logit_row_[seq];
-  if (seq_all_logits_[seq]) {
-    row += token < 0 ? seq_n_tokens_[seq] - 1 : token;
-    NOVASERVE_CHECK(token < seq_n_tokens_[seq]) << "token " << token;
-  } else {
-    NOVASERVE_CHECK(token < 0 || token == seq_n_tokens_[seq] - 1)
-        << "sequence " << seq << " kept only its last token's logits";
-  }
+  const int64_t row =
+      logit_row(seq_logit_row_[seq], seq_all_logits_[seq] != 0, seq_n_tokens_[seq], token);
   return logits_.data() + row * config_.n_vocab;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gguf/gguf_writer.h"
+#include "quant/quantize_policy.h"
 
 namespace novaserve {
 namespace {
@@ -134,37 +135,6 @@ Result<std::vector<SynthTensor>> synth_tensor_plan(const SynthShape& s, GgmlType
   return plan;
 }
 
-uint32_t synth_file_type(GgmlType type) {
-  // llama_ftype values (llama.h); K-quant files whose matrices are all one type are the "_S"
-  // variants.
-  switch (type) {
-    case GgmlType::kF32:
-      return 0;
-    case GgmlType::kF16:
-      return 1;
-    case GgmlType::kQ4_0:
-      return 2;
-    case GgmlType::kQ4_1:
-      return 3;
-    case GgmlType::kQ8_0:
-      return 7;
-    case GgmlType::kQ5_0:
-      return 8;
-    case GgmlType::kQ5_1:
-      return 9;
-    case GgmlType::kQ4_K:
-      return 14;
-    case GgmlType::kQ5_K:
-      return 16;
-    case GgmlType::kQ6_K:
-      return 18;
-    case GgmlType::kBF16:
-      return 32;
-    default:
-      return 0;
-  }
-}
-
 Result<std::vector<GgufKv>> synth_metadata(const SynthPreset& preset, const SynthShape& s,
                                            GgmlType type, uint64_t seed,
                                            const GgufFile& tokenizer_source) {
@@ -188,7 +158,7 @@ Result<std::vector<GgufKv>> synth_metadata(const SynthPreset& preset, const Synt
   const std::string& a = s.arch;
   add("general.architecture", gguf_string(a));
   add("general.name", gguf_string("synth-" + std::string(preset.name)));
-  add("general.file_type", gguf_u32(synth_file_type(type)));
+  add("general.file_type", gguf_u32(llama_file_type(type)));
   add("general.quantization_version", gguf_u32(2));
   add(a + ".context_length", gguf_u32(static_cast<uint32_t>(s.n_ctx)));
   add(a + ".embedding_length", gguf_u32(static_cast<uint32_t>(s.n_embd)));

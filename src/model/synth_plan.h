@@ -50,9 +50,6 @@ GgmlType synth_matrix_type(GgmlType requested, int64_t n_in);
 /// non-positive size or heads that do not divide evenly.
 Result<std::vector<SynthTensor>> synth_tensor_plan(const SynthShape& shape, GgmlType type);
 
-/// The llama.cpp `general.file_type` (llama_ftype) of a file whose matrices are `type`.
-uint32_t synth_file_type(GgmlType type);
-
 /// Metadata of the file: general.* (architecture, name, file_type, quantization_version),
 /// the architecture's hyperparameter keys (`<arch>.context_length`, ...), novaserve.synth.preset
 /// and novaserve.synth.seed for provenance, and every `tokenizer.*` key of `tokenizer_source`.

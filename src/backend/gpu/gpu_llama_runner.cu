@@ -433,14 +433,8 @@ Status GpuLlamaRunner::enqueue_layer(int64_t il, bool decode, const DecodeAttent
 
 const float* GpuLlamaRunner::logits(size_t seq, int32_t token) const {
   NOVASERVE_CHECK(seq < seq_logit_row_.size()) << "sequence " << seq;
-  int64_t row = seq_logit_row_[seq];
-  if (seq_all_logits_[seq]) {
-    NOVASERVE_CHECK(token < seq_n_new_[seq]) << "token " << token;
-    row += token < 0 ? seq_n_new_[seq] - 1 : token;
-  } else {
-    NOVASERVE_CHECK(token < 0 || token == seq_n_new_[seq] - 1)
-        << "sequence " << seq << " kept only its last token's logits";
-  }
+  const int64_t row =
+      logit_row(seq_logit_row_[seq], seq_all_logits_[seq] != 0, seq_n_new_[seq], token);
   return host_logits_.get<float>() + row * config_.n_vocab;
 }
 

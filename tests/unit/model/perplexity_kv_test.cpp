@@ -19,23 +19,11 @@
 namespace novaserve {
 namespace {
 
+using testing::load_cpu_model;
 using testing::make_tiny_model;
+using testing::random_token_ids;
 using testing::TinyFile;
 using testing::TinySpec;
-
-std::unique_ptr<LlamaModel> load(std::shared_ptr<const GgufFile> file) {
-  auto m = LlamaModel::create(std::move(file), std::make_unique<CpuBackend>(2));
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? std::move(m.value()) : nullptr;
-}
-
-std::vector<int32_t> random_tokens(size_t n, int32_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, n_vocab - 1);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = d(rng);
-  return t;
-}
 
 Result<PerplexityResult> run(LlamaModel& model, const std::vector<int32_t>& tokens, int64_t ctx,
                              int64_t stride, GgmlType kv_type, ActQuant mode = ActQuant::kQ8) {
@@ -50,9 +38,9 @@ Result<PerplexityResult> run(LlamaModel& model, const std::vector<int32_t>& toke
 TEST(PerplexityKvTest, RejectsKvTypeThatCannotHoldTheHeads) {
   TinySpec spec;  // head_dim = 64 / 4 = 16: not a whole 32-value q8_0/q4_0 block
   const TinyFile f = make_tiny_model(spec);
-  auto model = load(f.file);
+  auto model = load_cpu_model(f.file);
   ASSERT_NE(model, nullptr);
-  const auto tokens = random_tokens(60, static_cast<int32_t>(spec.n_vocab), 3);
+  const auto tokens = random_token_ids(60, static_cast<int32_t>(spec.n_vocab), 3);
   for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kBF16}) {
     auto r = run(*model, tokens, 16, 8, t);
     ASSERT_FALSE(r.ok()) << ggml_type_traits(t).name;
@@ -71,9 +59,9 @@ TEST(PerplexityKvTest, KvTypeReachesTheCache) {
   TinySpec spec;
   spec.n_embd = 128;
   const TinyFile f = make_tiny_model(spec);
-  auto model = load(f.file);
+  auto model = load_cpu_model(f.file);
   ASSERT_NE(model, nullptr);
-  const auto tokens = random_tokens(60, static_cast<int32_t>(spec.n_vocab), 4);
+  const auto tokens = random_token_ids(60, static_cast<int32_t>(spec.n_vocab), 4);
   auto base = run(*model, tokens, 16, 8, GgmlType::kF32, ActQuant::kNone);
   ASSERT_TRUE(base.ok()) << base.error().message;
   for (GgmlType t : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
@@ -109,7 +97,7 @@ TEST(PerplexityKvTest, Q8KvCacheOnDefaultModelIsCloseToF32) {
   std::shared_ptr<const GgufFile> gguf(std::move(file.value()));
   auto tok = Tokenizer::from_gguf(*gguf);
   ASSERT_TRUE(tok.ok()) << tok.error().message;
-  auto model = load(gguf);
+  auto model = load_cpu_model(gguf);
   ASSERT_NE(model, nullptr);
   // Plain English prose with no repeated sentence, about 300 tokens.
   const std::string text =

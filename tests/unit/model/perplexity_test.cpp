@@ -17,23 +17,11 @@
 namespace novaserve {
 namespace {
 
+using testing::load_cpu_model;
 using testing::make_tiny_model;
+using testing::random_token_ids;
 using testing::TinyFile;
 using testing::TinySpec;
-
-std::unique_ptr<LlamaModel> load(const TinyFile& f) {
-  auto m = LlamaModel::create(f.file, std::make_unique<CpuBackend>(2));
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? std::move(m.value()) : nullptr;
-}
-
-std::vector<int32_t> random_tokens(size_t n, int32_t n_vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> d(0, n_vocab - 1);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = d(rng);
-  return t;
-}
 
 // -log softmax(logits)[target] entirely in double.
 double reference_nll(const float* logits, int64_t n, int32_t target) {
@@ -164,9 +152,9 @@ TEST(PerplexityTest, StatsAndConfidenceInterval) {
 TEST(PerplexityTest, MatchesDirectComputationOnTinyModel) {
   TinySpec spec;  // n_vocab 40, n_ctx 64
   const TinyFile f = make_tiny_model(spec);
-  auto model = load(f);
+  auto model = load_cpu_model(f.file);
   ASSERT_NE(model, nullptr);
-  const auto tokens = random_tokens(70, static_cast<int32_t>(spec.n_vocab), 7);
+  const auto tokens = random_token_ids(70, static_cast<int32_t>(spec.n_vocab), 7);
   ThreadPool pool(2);
   expect_matches_direct(*model, tokens, 16, 8, -1, nullptr);
   expect_matches_direct(*model, tokens, 16, 5, -1, &pool);
@@ -180,26 +168,26 @@ TEST(PerplexityTest, ChunksLongWindows) {
   TinySpec spec;
   spec.n_ctx = 1200;
   const TinyFile f = make_tiny_model(spec);
-  auto model = load(f);
+  auto model = load_cpu_model(f.file);
   ASSERT_NE(model, nullptr);
-  const auto tokens = random_tokens(1100 + 520 + 1, static_cast<int32_t>(spec.n_vocab), 9);
+  const auto tokens = random_token_ids(1100 + 520 + 1, static_cast<int32_t>(spec.n_vocab), 9);
   expect_matches_direct(*model, tokens, 1100, 520, -1, nullptr);
 }
 
 TEST(PerplexityTest, RejectsBadInput) {
   TinySpec spec;
   const TinyFile f = make_tiny_model(spec);
-  auto model = load(f);
+  auto model = load_cpu_model(f.file);
   ASSERT_NE(model, nullptr);
   PerplexityOptions o;
   o.ctx = 16;
   o.stride = 8;
-  auto tokens = random_tokens(16, 40, 1);
+  auto tokens = random_token_ids(16, 40, 1);
   auto short_text = compute_perplexity(*model, tokens, o);
   ASSERT_FALSE(short_text.ok());
   EXPECT_EQ(short_text.error().code, ErrorCode::kInvalidInput);
 
-  tokens = random_tokens(200, 40, 1);
+  tokens = random_token_ids(200, 40, 1);
   o.ctx = 65;  // > n_ctx 64
   auto long_ctx = compute_perplexity(*model, tokens, o);
   ASSERT_FALSE(long_ctx.ok());

@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "model/llama_model.h"
 #include "quant/ggml_type.h"
 #include "quant/quantize.h"
 
@@ -144,6 +146,22 @@ inline TinyFile make_tiny_model(const TinySpec& s) {
   add_tiny_metadata(w, s);
   add_tiny_tensors(w, s);
   return parse_writer(w);
+}
+
+/// `file` on the CPU backend with 2 threads; null (after a test failure) when it does not load.
+inline std::unique_ptr<LlamaModel> load_cpu_model(std::shared_ptr<const GgufFile> file) {
+  auto m = LlamaModel::create(std::move(file), std::make_unique<CpuBackend>(2));
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? std::move(m.value()) : nullptr;
+}
+
+/// `n` token ids uniform in [0, n_vocab), deterministic for a seed.
+inline std::vector<int32_t> random_token_ids(size_t n, int32_t n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> d(0, n_vocab - 1);
+  std::vector<int32_t> t(n);
+  for (auto& x : t) x = d(rng);
+  return t;
 }
 
 }  // namespace novaserve::testing
