@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU machine entry point: runs the GPU tests and writes a report to OUTDIR. All of tests/gpu/*.cu
 # (op tests, paged attention, weight arena) are one binary, gpu_op_test.
-# Usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--synth]
+# Usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]
+#                          [--models "PRESET ..."] [--no-tests]
 #
 # --model GGUF  the default model (SmolLM2-135M-Instruct Q4_1): the GPU runner tests compare it
 #               (and a synth model of its shape) with the CPU at batch 32; without it they skip.
@@ -9,11 +10,15 @@
 #               `novaserve serve --device cuda` on that model (e2e_server.log, e2e_malformed.log).
 # --bench       synthesizes llama3-8b, qwen2-7b and u15-lite-12b Q4_0 (synth.txt) before the GPU
 #               tests, whose SynthPresetsMatchCpu compares them with the CPU, then runs
-#               `novaserve bench --device cuda` on llama3-8b: decode at batch 1 and 32, prefill
-#               of 2048-token prompts, load time (bench-8b.*), and a per-op profile.
-# --serve       with --bench: `novaserve serve --device cuda` on that model and
+#               `novaserve bench --device cuda` on each model of --models: decode at batch 1 and
+#               32, prefill of a 2048-token prompt (bench-PRESET.*), and, for the first model, a
+#               per-op profile (bench-PRESET-profile.log).
+# --serve       `novaserve serve --device cuda` on each model of --models and
 #               `novaserve loadgen --workload fin-qa --find-max-qps` under the seed's SLO (TTFT
-#               P95 <= 187 ms, P99 <= 238 ms) (serve-8b.log, loadgen-8b.log).
+#               P95 <= 187 ms, P99 <= 238 ms) (serve-PRESET.log, loadgen-PRESET.log).
+# --models      synth presets for --bench/--serve (default "llama3-8b"; e.g.
+#               "llama3-8b u15-lite-12b").
+# --no-tests    skips the GPU test binary (for a second call that only benchmarks or serves).
 # --synth       times `novaserve synth` for llama3-8b and u15-lite-12b Q4_0 (synth.txt).
 # Synthesized files go to $TMPDIR and are deleted.
 #
@@ -26,12 +31,14 @@
 # of a GPU count as passed on a machine without one, and as a failure where nvidia-smi lists a
 # GPU (the runtime could not use it).
 set -u
-OUT=${1:?usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--synth]}
+OUT=${1:?usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth] [--models "PRESET ..."] [--no-tests]}
 shift
 SYNTH=0
 E2E=0
 BENCH=0
 SERVE=0
+TESTS=1
+BENCH_MODELS=llama3-8b
 MODEL=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,6 +46,11 @@ while [ $# -gt 0 ]; do
     --e2e) E2E=1 ;;
     --bench) BENCH=1 ;;
     --serve) SERVE=1 ;;
+    --no-tests) TESTS=0 ;;
+    --models)
+      BENCH_MODELS=${2:?run.sh: --models needs a list of presets}
+      shift
+      ;;
     --model)
       MODEL=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
       shift
@@ -91,7 +103,7 @@ ldd "$BIN" >"$OUT/ldd.txt" 2>&1
 # With --bench, synth models of the big presets for the GPU-vs-CPU test SynthPresetsMatchCpu.
 NS=$ROOT/bench/gpu/novaserve-carried.sh
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/synth.XXXXXX")
-if [ $BENCH -eq 1 ]; then
+if [ $BENCH -eq 1 ] && [ $TESTS -eq 1 ]; then
   synth_models=
   for preset in llama3-8b qwen2-7b u15-lite-12b; do
     "$NS" synth --preset "$preset" --type q4_0 -o "$scratch/$preset.gguf" 2>&1 |
@@ -102,8 +114,13 @@ if [ $BENCH -eq 1 ]; then
 fi
 
 start=$(date +%s)
-timeout 420 "$BIN" >"$OUT/gpu_op_test.log" 2>&1
-rc=$?
+if [ $TESTS -eq 1 ]; then
+  timeout 420 "$BIN" >"$OUT/gpu_op_test.log" 2>&1
+  rc=$?
+else
+  echo "--no-tests: the GPU tests were not run" >"$OUT/gpu_op_test.log"
+  rc=0
+fi
 secs=$(($(date +%s) - start))
 
 {
@@ -149,46 +166,75 @@ if [ $E2E -eq 1 ]; then
   fi
 fi
 
-# First GPU figures on synth llama3-8b Q4_0: prefill of 2048 tokens and decode at batch 1, decode
-# at batch 32 (prompt 1024, 128 generated: the baseline's batched-bench shape), then the same
-# shapes with NOVASERVE_GPU_PROFILE=1 for the time per op (bench-8b-profile.log).
-if [ $BENCH -eq 1 ]; then
-  m="$scratch/llama3-8b.gguf"  # written before the op tests
+# Figures per model of BENCH_MODELS, the baseline's shapes (../shared/peer-baselines.md):
+# decode at batch 1 after a 16-token prompt (llama-bench's tg128 starts from an empty context) and
+# prefill of one 2048-token prompt (pp2048), then batch 32 with prompt 1024 and 128 generated
+# (batched-bench npl 32: compare its generation-phase rate). The first model also gets a per-op
+# profile (NOVASERVE_GPU_PROFILE=1) at batch 1 and 32. With --serve, each model is served and
+# driven by loadgen's fin-qa workload to its largest QPS under the seed's SLO.
+ensure_model() {  # ensure_model PRESET: synthesizes $scratch/PRESET.gguf once
+  [ -f "$scratch/$1.gguf" ] ||
+    "$NS" synth --preset "$1" --type q4_0 -o "$scratch/$1.gguf" >>"$OUT/synth.txt" 2>&1
+}
+bench_model() {  # bench_model PRESET
+  local name=$1 m="$scratch/$1.gguf"
+  ensure_model "$name"
+  local b1=0 b32=0
   {
-    timeout 200 "$NS" bench --device cuda --model "$m" --batch 1 --prompt 2048 --gen 128 \
-      --json "$OUT/bench-8b-b1.json"
+    timeout 200 "$NS" bench --device cuda --model "$m" --batch 1 --prompt 16,2048 --gen 128 \
+      --json "$OUT/bench-$name-b1.json" || b1=$?
     timeout 200 "$NS" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
-      --json "$OUT/bench-8b-b32.json"
-  } >"$OUT/bench-8b.log" 2>&1
-  echo "bench llama3-8b Q4_0 --device cuda: exit $? (bench-8b.log)" | tee -a "$OUT/summary.md"
-  cat "$OUT/bench-8b.log"
-  for b in 1 32; do
-    echo "== profile: batch $b, prompt 1024, gen 32"
-    NOVASERVE_GPU_PROFILE=1 timeout 200 "$NS" bench --device cuda --model "$m" --batch $b \
-      --prompt 1024 --gen 32 2>&1 | grep -A14 'gpu profile'
-  done >"$OUT/bench-8b-profile.log" 2>&1
-  cat "$OUT/bench-8b-profile.log"
-  if [ $SERVE -eq 1 ]; then
-    port=18080
-    "$NS" serve --device cuda --model "$m" --port $port >"$OUT/serve-8b.log" 2>&1 &
-    spid=$!
-    for _ in $(seq 120); do
-      curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-      sleep 1
-    done
-    timeout 420 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --find-max-qps \
-      --qps 6 --max-qps 40 --qps-tolerance 0.1 --duration 12s --slo-ttft-p95 187ms \
-      --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/loadgen-8b.json" \
-      >"$OUT/loadgen-8b.log" 2>&1
-    echo "loadgen fin-qa llama3-8b Q4_0 --device cuda: exit $? (loadgen-8b.log)" |
-      tee -a "$OUT/summary.md"
-    # Engine time split: whole steps vs the forward pass (the rest is scheduling and sampling).
-    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^novaserve_engine_(steps|step_seconds|forward_seconds)_total' |
-      tee -a "$OUT/loadgen-8b.log"
-    kill -TERM $spid
-    wait $spid
-    tail -n 30 "$OUT/loadgen-8b.log"
-  fi
+      --json "$OUT/bench-$name-b32.json" || b32=$?
+  } >"$OUT/bench-$name.log" 2>&1
+  echo "bench $name Q4_0 --device cuda: exit $b1 (batch 1), $b32 (batch 32) (bench-$name.log)" |
+    tee -a "$OUT/summary.md"
+  grep -E '^\|' "$OUT/bench-$name.log"
+}
+serve_model() {  # serve_model PRESET FIRST_QPS
+  local name=$1 m="$scratch/$1.gguf" port=18080
+  ensure_model "$name"
+  "$NS" serve --device cuda --model "$m" --port $port >"$OUT/serve-$name.log" 2>&1 &
+  local spid=$!
+  for _ in $(seq 120); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+    sleep 1
+  done
+  timeout 280 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --find-max-qps \
+    --qps "$2" --max-qps 60 --qps-tolerance 0.1 --duration 12s --slo-ttft-p95 187ms \
+    --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/loadgen-$name.json" \
+    >"$OUT/loadgen-$name.log" 2>&1
+  echo "loadgen fin-qa $name Q4_0 --device cuda: exit $? (loadgen-$name.log)" |
+    tee -a "$OUT/summary.md"
+  # Engine time split: whole steps vs the forward pass (the rest is scheduling and sampling).
+  curl -s "http://127.0.0.1:$port/metrics" |
+    grep -E '^novaserve_engine_(steps|step_seconds|forward_seconds)_total' |
+    tee -a "$OUT/loadgen-$name.log"
+  kill -TERM $spid
+  wait $spid
+  tail -n 12 "$OUT/loadgen-$name.log"
+}
+if [ $BENCH -eq 1 ]; then
+  first=1
+  for name in $BENCH_MODELS; do
+    bench_model "$name"
+    if [ $first -eq 1 ]; then
+      for b in 1 32; do
+        echo "== profile $name: batch $b, prompt 1024, gen 32"
+        NOVASERVE_GPU_PROFILE=1 timeout 200 "$NS" bench --device cuda --model "$scratch/$name.gguf" \
+          --batch $b --prompt 1024 --gen 32 2>&1 | grep -A14 'gpu profile'
+      done >"$OUT/bench-$name-profile.log" 2>&1
+      cat "$OUT/bench-$name-profile.log"
+      first=0
+    fi
+  done
+fi
+if [ $SERVE -eq 1 ]; then
+  for name in $BENCH_MODELS; do
+    case $name in
+      u15-lite-12b) serve_model "$name" 4 ;;
+      *) serve_model "$name" 8 ;;
+    esac
+  done
 fi
 rm -rf "$scratch"
 [ $e2e_rc -ne 0 ] && rc=1

@@ -114,9 +114,9 @@ int run(const BenchFlags& f) {
   auto results = run_bench(gguf, **tok, o, points, [](const BenchResult& r) {
     std::fprintf(stderr,
                  "  batch %d prompt %d: prefill %.1f tok/s, TTFT max %.1f ms, decode %.1f tok/s "
-                 "(%.1f per sequence), ITL %.2f ms\n",
+                 "(%.1f per sequence; generation phase %.1f), ITL %.2f ms\n",
                  r.point.batch, r.point.prompt, r.prefill_tok_s, 1e3 * r.ttft_max_s, r.decode_tok_s,
-                 r.decode_tok_s_per_seq, 1e3 * r.itl_mean_s);
+                 r.decode_tok_s_per_seq, r.decode_phase_tok_s, 1e3 * r.itl_mean_s);
   });
   if (!results.ok()) return fail(results.error().message);
   std::fputs(bench_table(*results).c_str(), stdout);

@@ -58,6 +58,13 @@ BenchResult summarize(const BenchPoint& p, Clock::time_point t0, const PointLog&
     }
   }
   r.decode_tok_s_per_seq = r.decode_tok_s / p.batch;
+  int64_t phase_tokens = 0;
+  for (const auto& ts : log.times) {
+    phase_tokens += std::count_if(ts.begin(), ts.end(), [&](auto t) { return t > last_first; });
+  }
+  if (phase_tokens > 0 && last_token > last_first) {
+    r.decode_phase_tok_s = static_cast<double>(phase_tokens) / seconds(last_token - last_first);
+  }
   r.wall_s = seconds(last_token - t0);
   r.prefill_tok_s = static_cast<double>(p.batch) * p.prompt / seconds(last_first - t0);
   if (!gaps.empty()) {

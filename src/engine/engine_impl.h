@@ -38,6 +38,9 @@ class Engine final : public EngineClient {
   void run();
   // One scheduler step: plan, abort outputs, forward, commit, sample and emit.
   void step();
+  // True when `seq`'s next token is the plain argmax of its logits (Sampler::plain_greedy, no
+  // logprobs, min_tokens reached), so the runner may compute it (ForwardSeq::greedy).
+  bool greedy_on_runner(const Sequence& seq) const;
   // Samples the next token of `seq` from `logits`, honouring min_tokens.
   int32_t sample(Sequence& seq, const float* logits);
   // The finish reason after `token` was appended, if the request ends here.

@@ -16,6 +16,13 @@ StepOutput Engine::output_for(const Sequence& seq) const {
   return out;
 }
 
+bool Engine::greedy_on_runner(const Sequence& seq) const {
+  const EngineRequest& r = seq.request();
+  // Logprobs need the logits; min_tokens masks some of them before the argmax.
+  return seq.sampler().plain_greedy() && r.top_logprobs < 0 &&
+         seq.num_generated_tokens() >= r.min_tokens;
+}
+
 int32_t Engine::sample(Sequence& seq, const float* logits) {
   const EngineRequest& r = seq.request();
   // min_tokens (vLLM semantics): until that many tokens exist, end-of-generation and stop ids
@@ -74,6 +81,7 @@ void Engine::step() {
     f.tokens = s.seq->tokens().subspan(s.pos0, s.num_tokens);
     f.pos0 = s.pos0;
     f.kv = kv_.view(s.seq->block_table());
+    f.greedy = s.sample && greedy_on_runner(*s.seq);
     forward_seqs_.push_back(f);
   }
   const auto t_forward = Clock::now();
@@ -88,12 +96,20 @@ void Engine::step() {
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     if (!plan.seqs[i].sample) continue;
     Sequence& seq = *plan.seqs[i].seq;
-    const float* logits = model_->logits(i);
-    const int32_t token = sample(seq, logits);
+    const std::optional<int32_t> greedy =
+        forward_seqs_[i].greedy ? model_->greedy_token(i) : std::nullopt;
+    const float* logits = greedy ? nullptr : model_->logits(i);
+    int32_t token;
+    if (greedy) {
+      token = *greedy;
+      seq.sampler().accept(token);
+    } else {
+      token = sample(seq, logits);
+    }
     seq.append_token(token);
     StepOutput out = output_for(seq);
     out.token = token;
-    if (seq.request().top_logprobs >= 0) {
+    if (seq.request().top_logprobs >= 0) {  // never greedy_on_runner: logits is set
       fill_logprobs(logits, n_vocab_, token, seq.request().top_logprobs, out);
     }
     out.finish = finish_after(seq, token);

@@ -65,6 +65,11 @@ void Sampler::process_logits(const float* logits) {
   }
 }
 
+bool Sampler::plain_greedy() const {
+  return params_.temperature == 0.0f && bias_.empty() && params_.repetition_penalty == 1.0f &&
+         params_.presence_penalty == 0.0f && params_.frequency_penalty == 0.0f;
+}
+
 int32_t Sampler::argmax() const {
   int32_t best = 0;
   for (int32_t i = 1; i < n_vocab_; ++i) {

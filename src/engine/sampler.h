@@ -40,6 +40,11 @@ class Sampler {
   /// `logits`: zero for filtered tokens, one-hot for greedy. Does not advance the RNG.
   void probabilities(const float* logits, std::vector<float>& out);
 
+  /// True when sample() is a plain argmax of the logits as given: temperature 0 with no logit
+  /// bias and no repetition, presence or frequency penalty. The caller may then take the argmax
+  /// elsewhere (e.g. on the GPU) and call accept() with it.
+  bool plain_greedy() const;
+
   const SamplingParams& params() const { return params_; }
 
  private:

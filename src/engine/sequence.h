@@ -71,6 +71,7 @@ class Sequence {
   int32_t num_preemptions() const { return num_preemptions_; }
 
   Sampler& sampler() { return sampler_; }
+  const Sampler& sampler() const { return sampler_; }
   const BlockTable& block_table() const { return block_table_; }
 
   /// Appends the token sampled from the last position's logits. Checked: every current token is

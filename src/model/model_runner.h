@@ -26,6 +26,10 @@ struct ForwardSeq {
   /// the block table is always a host array.
   KvSequenceView kv;
   bool all_logits = false;  ///< logits for every new token, else only for the last one
+  /// The caller needs only the argmax of the last token's logits (greedy decoding with nothing
+  /// that modifies the logits): a runner may compute it where the logits are (greedy_token())
+  /// and leave this sequence's logits out of logits(). Ignored with all_logits.
+  bool greedy = false;
 };
 
 /// K and V pool storage in a runner's memory: two buffers of the size asked for.
@@ -46,8 +50,8 @@ class ModelRunner {
   virtual std::string describe() const = 0;
 
   /// Runs one step for `seqs`, writing their new K/V into their caches, and computes logits.
-  /// `mode`: ActQuant::kNone (exact f32 activations) or kQ8 (8-bit activations; the CPU only,
-  /// GPU runners compute with f32 activations either way).
+  /// `mode`: ActQuant::kNone (exact f32 activations) or kQ8 (8-bit activations: every quantized
+  /// matmul on the CPU; on a GPU the decode GEMVs of Q4_0 matrices, gpu_llama_runner.h).
   /// Errors (nothing is computed): kInvalidInput for an empty sequence, a token id outside the
   /// vocabulary, a negative pos0, a KV type the runner cannot use, or a cache too small for
   /// pos0 + n new tokens; kInternal naming a failed device call.
@@ -64,6 +68,12 @@ class ModelRunner {
   /// `token` (-1 = the last one). Non-last tokens are available only when that sequence asked
   /// for all_logits. Valid until the next forward().
   virtual const float* logits(size_t seq, int32_t token = -1) const = 0;
+
+  /// For a sequence of the last forward() passed with `greedy` set: the index of the largest of
+  /// its last token's logits (the lowest index among equal maxima, as Sampler's greedy argmax),
+  /// when this runner computed it; nullopt otherwise (the default: the caller then reads
+  /// logits()). When this returns a value, logits() may not be called for that sequence.
+  virtual std::optional<int32_t> greedy_token(size_t seq) const { return std::nullopt; }
 
   /// True when the KV cache must live in device memory from allocate_kv (GPU runners); false
   /// when host memory (PagedKvCache's own) is what the kernels read.

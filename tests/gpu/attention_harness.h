@@ -33,6 +33,17 @@ struct AttnGeometry {
   int32_t n_head, n_head_kv, head_dim, block_size;
 };
 
+/// Llama-3-8B's attention (32 query heads on 8 KV heads, head_dim 128) on 16-row cache blocks.
+inline constexpr AttnGeometry kLlama3{"llama3 32:8 d128 bs16", 32, 8, 128, 16};
+
+/// NMSE bound of the tensor-core prefill (prefill_attention_mma.h) on an F16 cache against the CPU
+/// on the same cache: q and the softmax weights are rounded to fp16 before their products, so it
+/// matches the CPU's f32 arithmetic only to ~1e-7 (derivation: prefill_attention_mma_test.cu).
+inline constexpr double kMmaPrefillVsCpuF16Nmse = 1e-6;
+
+/// Initial value of the GPU output buffers: rows that a kernel must not write keep it.
+inline constexpr float kSentinel = 1e30f;
+
 /// One step's block tables in the CSR form of paged_kv.h, on the host.
 struct HostCsr {
   std::vector<int32_t> qo_indptr{0}, indptr{0}, indices, last_page_len;

@@ -3,7 +3,8 @@
 // (first-index arg-max, IEEE divisions, fp16 scale rounded away from zero, ties-to-even codes),
 // so any difference is a bug, not rounding. Random rows (attention_op_test.cu's
 // StoreKvMatchesCpuCacheBitForBit) rarely hit these cases; here every block kind is planted in
-// its own head row among random ones.
+// its own head row among random ones. DecodeReadsCornerCaseBlocksLikeCpu then runs decode
+// attention over such caches, so the kernel's dequantizing loads meet every block kind too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "attention_harness.h"
 #include "backend/gpu/attention_ops.h"
 #include "gpu_test_util.h"
+#include "quant/ggml_type.h"
 
 namespace novaserve::gpu {
 namespace {
@@ -126,6 +128,50 @@ TEST_F(AttentionKvQuantTest, StoreKvCornerCasesMatchCpuBytes) {
       const auto run = h.store_gpu(type, stream_);
       EXPECT_TRUE(test::same_bits(run->k_pool.download(), ref.k_pool));
       EXPECT_TRUE(test::same_bits(run->v_pool.download(), ref.v_pool));
+    }
+  }
+}
+
+// decode_attention on caches whose history holds every corner-case block, against the CPU on
+// the same cache type: both read the same bytes and dequantize them the same way, so only
+// summation order differs (NMSE < 1e-10, attention_op_test.cu's same-cache bound). K gets every
+// kind but kLargeScale, whose ~1e6 keys would make the softmax hinge on the rounding of huge
+// scores; V gets them all.
+TEST_F(AttentionKvQuantTest, DecodeReadsCornerCaseBlocksLikeCpu) {
+  SCOPED_TRACE(seed_note());
+  const std::vector<SeqSpec> seqs = {{40, 1}, {0, 1, true}, {23, 1}, {70, 1}};
+  const AttnGeometry geometries[] = {{"smollm2 9:3 d64 bs16", 9, 3, 64, 16},
+                                     {"qwen2 28:4 d128 bs5", 28, 4, 128, 5}};
+  const DecodeAttentionPlan plans[] = {{}, {4, 16}};
+  for (const AttnGeometry& g : geometries) {
+    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+      SCOPED_TRACE(std::string(g.name) + " " + std::string(ggml_type_traits(type).name));
+      AttentionHarness h(g, seqs, rng_);
+      const int32_t blocks_per_row = g.head_dim / kBlock;
+      // History row r gets plant r % 10 in one block of K head r % n_head_kv and of V head
+      // (r + 1) % n_head_kv.
+      for (int64_t r = 0; r < h.csr(0).n_rows; ++r) {
+        const Plant kind = kPlants[r % std::size(kPlants)];
+        const int64_t k_at =
+            r * h.kv_dim() + (r % g.n_head_kv) * g.head_dim + (r % blocks_per_row) * kBlock;
+        const int64_t v_at = r * h.kv_dim() + ((r + 1) % g.n_head_kv) * g.head_dim +
+                             ((r + 1) % blocks_per_row) * kBlock;
+        if (kind != Plant::kLargeScale) plant_block(h.mutable_k(0).data() + k_at, kind, type, rng_);
+        plant_block(h.mutable_v(0).data() + v_at, kind, type, rng_);
+      }
+      const auto ref = h.run_cpu(cpu_, type);
+      const auto run = h.store_gpu(type, stream_);
+      for (const DecodeAttentionPlan& plan : plans) {
+        SCOPED_TRACE("splits " + std::to_string(plan.n_splits));
+        const int32_t batch = run->csr.batch.batch;
+        test::DeviceBuffer<uint8_t> ws(decode_attention_workspace_bytes(batch, h.shape(), plan));
+        test::DeviceBuffer<float> out(h.q().size());
+        const Status st = decode_attention(run->q.get(), run->layer, run->csr.batch, h.shape(),
+                                           plan, ws.get(), out.get(), stream_);
+        ASSERT_TRUE(st.ok()) << st.error().message;
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        EXPECT_LT(test::nmse(out.download(), ref.out), 1e-10);
+      }
     }
   }
 }

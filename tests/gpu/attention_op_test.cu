@@ -1,7 +1,9 @@
 // Op tests of the paged attention kernels (store_kv, decode_attention, prefill_attention) against
 // CpuBackend::store_kv + CpuBackend::attention on the same random inputs, block tables and
-// batches (attention_harness.h): mixed context lengths 1 .. 8200, odd lengths, GQA 1:1 to 12:1,
-// head_dim 64 and 128, block sizes 1 to 32, F32, F16, Q8_0 and Q4_0 caches.
+// batches (attention_harness.h): mixed context lengths 1 .. 20000, odd lengths, GQA 1:1 to 12:1,
+// head_dim 64 and 128, block sizes 1 to 32, F32, F16, Q8_0 and Q4_0 caches, decode under
+// several split plans (the runner's among them). DecodeBandwidthReport also prints decode's
+// time and achieved bandwidth on the Llama-3-8B shape (a report, not a pass/fail check).
 //
 // Thresholds (NMSE, gpu_test_util.h):
 // - Same cache type on both sides (F32 vs CPU F32, F16 vs CPU F16, Q8_0 vs CPU Q8_0, ...): both
@@ -23,7 +25,9 @@
 //   NMSE ~1 or more).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -33,26 +37,18 @@
 #include "backend/gpu/attention_ops.h"
 #include "gpu_test_util.h"
 
-namespace novaserve::gpu {
+namespace novaserve::gpu::test {
 namespace {
-
-using test::AttentionHarness;
-using test::AttnGeometry;
-using test::DeviceBuffer;
-using test::nmse;
-using test::SeqSpec;
 
 constexpr double kSameCacheNmse = 1e-10;
 constexpr double kF16VsF32Nmse = 1e-6;
 constexpr double kQ8VsF32Nmse = 2e-4;
 constexpr double kQ4VsF32Nmse = 4e-2;
 const GgmlType kCacheTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0};
-constexpr float kSentinel = 1e30f;  // output rows a kernel must not touch keep this value
 
-// Shapes: SmolLM2-135M (9:3, 64), Llama-3-8B (32:8, 128), 8:1, Qwen2-7B (28:4 = 7:1), MHA 1:1,
-// and 12:1, whose group spans two thread blocks of decode (8 + 4 heads).
+// Shapes: SmolLM2-135M (9:3, 64), Llama-3-8B (32:8, 128; attention_harness.h), 8:1, Qwen2-7B
+// (28:4 = 7:1), MHA 1:1, and 12:1, whose group spans two thread blocks of decode (8 + 4 heads).
 const AttnGeometry kSmol{"smollm2 9:3 d64 bs16", 9, 3, 64, 16};
-const AttnGeometry kLlama3{"llama3 32:8 d128 bs16", 32, 8, 128, 16};
 const AttnGeometry kGqa8{"gqa 32:4 d128 bs16", 32, 4, 128, 16};
 const AttnGeometry kQwen2{"qwen2 28:4 d128 bs16", 28, 4, 128, 16};
 const AttnGeometry kMha{"mha 8:8 d64 bs32", 8, 8, 64, 32};
@@ -83,10 +79,10 @@ std::vector<SeqSpec> decode_batch(const std::vector<int32_t>& kv_lens) {
   return seqs;
 }
 
-class AttentionOpTest : public test::GpuTest {
+class AttentionOpTest : public GpuTest {
  protected:
   void SetUp() override {
-    test::GpuTest::SetUp();
+    GpuTest::SetUp();
     if (IsSkipped()) return;
     int dev = 0;
     ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
@@ -119,14 +115,26 @@ class AttentionOpTest : public test::GpuTest {
     return out.download();
   }
 
-  // A GPU output on a `type` cache against the CPU on the same cache type (kSameCacheNmse) and,
-  // for the lossy types, against the CPU's F32 cache `ref32` (vs_f32_bound).
+  // A GPU output on a `type` cache against the CPU on the same cache type (`same_cache`, by
+  // default kSameCacheNmse) and, for the lossy types, against the CPU's F32 cache `ref32`
+  // (vs_f32_bound).
   void expect_matches_cpu(const std::vector<float>& got, const AttentionHarness& h, GgmlType type,
-                          const std::vector<float>& ref32) {
+                          const std::vector<float>& ref32, double same_cache = kSameCacheNmse) {
     if (type != GgmlType::kF32) {
-      EXPECT_LT(nmse(got, h.run_cpu(cpu_, type).out), kSameCacheNmse) << "vs CPU, same cache";
+      EXPECT_LT(nmse(got, h.run_cpu(cpu_, type).out), same_cache) << "vs CPU, same cache";
     }
     EXPECT_LT(nmse(got, ref32), vs_f32_bound(type)) << "vs CPU, F32 cache";
+  }
+
+  // Decode of h's new rows with `plan` on each cache type, against the CPU (expect_matches_cpu).
+  void expect_decode_matches_cpu(const AttentionHarness& h, const DecodeAttentionPlan& plan) {
+    const auto ref32 = h.run_cpu(cpu_, GgmlType::kF32);
+    for (GgmlType type : kCacheTypes) {
+      SCOPED_TRACE(std::string(h.geometry().name) + " " + type_name(type) + " splits " +
+                   std::to_string(plan.n_splits) + " chunk " + std::to_string(plan.kv_chunk));
+      const auto run = h.store_gpu(type, stream_);
+      expect_matches_cpu(decode(h, *run, plan), h, type, ref32.out);
+    }
   }
 
   int n_sm_ = 0;
@@ -143,8 +151,8 @@ TEST_F(AttentionOpTest, StoreKvMatchesCpuCacheBitForBit) {
       const auto ref = h.run_cpu(cpu_, type);
       const auto run = h.store_gpu(type, stream_);
       // Untouched blocks are zero on both sides, so whole pools compare.
-      EXPECT_TRUE(test::same_bits(run->k_pool.download(), ref.k_pool));
-      EXPECT_TRUE(test::same_bits(run->v_pool.download(), ref.v_pool));
+      EXPECT_TRUE(same_bits(run->k_pool.download(), ref.k_pool));
+      EXPECT_TRUE(same_bits(run->v_pool.download(), ref.v_pool));
     }
   }
 }
@@ -188,9 +196,9 @@ TEST_F(AttentionOpTest, StoreKvWithFusedRopeMatchesRopeThenStore) {
                                    h.shape(), &rope, stream_);
         ASSERT_TRUE(st.ok()) << st.error().message;
         sync();
-        EXPECT_TRUE(test::same_bits(run.k_pool.download(), k_ref));
-        EXPECT_TRUE(test::same_bits(run.v_pool.download(), v_ref));
-        EXPECT_TRUE(test::same_bits(k.download(), h.k(1))) << "store_kv modified its input";
+        EXPECT_TRUE(same_bits(run.k_pool.download(), k_ref));
+        EXPECT_TRUE(same_bits(run.v_pool.download(), v_ref));
+        EXPECT_TRUE(same_bits(k.download(), h.k(1))) << "store_kv modified its input";
       }
     }
   }
@@ -208,25 +216,19 @@ TEST_F(AttentionOpTest, DecodeMatchesCpu) {
   };
   for (const auto& [g, lens] : cases) {
     const AttentionHarness h(g, decode_batch(lens), rng_);
-    const auto ref32 = h.run_cpu(cpu_, GgmlType::kF32);
     const int32_t max_len = *std::max_element(lens.begin(), lens.end());
-    const DecodeAttentionPlan plan =
-        plan_decode_attention(static_cast<int32_t>(lens.size()), h.shape(), max_len, n_sm_);
-    for (GgmlType type : kCacheTypes) {
-      SCOPED_TRACE(std::string(g.name) + " " + type_name(type) + " splits " +
-                   std::to_string(plan.n_splits) + " chunk " + std::to_string(plan.kv_chunk));
-      const auto run = h.store_gpu(type, stream_);
-      expect_matches_cpu(decode(h, *run, plan), h, type, ref32.out);
-    }
+    expect_decode_matches_cpu(
+        h, plan_decode_attention(static_cast<int32_t>(lens.size()), h.shape(), max_len, n_sm_));
   }
 }
 
 TEST_F(AttentionOpTest, DecodeSplitKMatchesNoSplit) {
   SCOPED_TRACE(seed_note());
-  // Chunks smaller and larger than a tile, odd ones, and a grid with fewer splits than the
-  // longest sequence needs (its last split then takes the rest).
-  const std::vector<DecodeAttentionPlan> plans = {
-      {2, 64}, {64, 64}, {40, 100}, {3, 1000}, {8, 777}};
+  // Minimum chunks from one key (up to 128 splits of a few keys, most warps of a block idle)
+  // to more than most sequences hold, odd ones, and grids with fewer splits than the longest
+  // sequence could use (its splits then grow past kv_chunk).
+  const std::vector<DecodeAttentionPlan> plans = {{2, 64},   {64, 64}, {40, 100},
+                                                  {3, 1000}, {8, 777}, {128, 1}};
   for (const AttnGeometry& g : {kSmol, kLlama3}) {
     const AttentionHarness h(g, decode_batch({1, 63, 64, 65, 999, 3000, 4097}), rng_);
     const auto ref = h.run_cpu(cpu_, GgmlType::kF32);
@@ -240,6 +242,107 @@ TEST_F(AttentionOpTest, DecodeSplitKMatchesNoSplit) {
       // Only the merge order changes: f32 rounding, ~1e-7 relative.
       EXPECT_LT(nmse(split, whole), 1e-12);
       EXPECT_LT(nmse(split, ref.out), kSameCacheNmse);
+    }
+  }
+}
+
+// Decode on every cache type for GQA groups 1, 4 and 7, head_dim 64 and 128, block sizes below
+// and above the keys a warp takes per batch (the kernel's two ways to walk the pages), contexts
+// around page and batch boundaries, and padding sequences, under three plans: none, the
+// runner's (made for a longer context than any here), and 128 splits of at least one key (many
+// single-key splits, where most teams and warps of a block see no key at all).
+TEST_F(AttentionOpTest, DecodeStressesGroupsDimsBlockSizesAndPlans) {
+  SCOPED_TRACE(seed_note());
+  const AttnGeometry geometries[] = {
+      {"mha 4:4 d128 bs16", 4, 4, 128, 16},   {"gqa 8:2 d64 bs5", 8, 2, 64, 5},
+      {"gqa 16:4 d128 bs16", 16, 4, 128, 16}, {"gqa 14:2 d64 bs16", 14, 2, 64, 16},
+      {"gqa 7:1 d128 bs13", 7, 1, 128, 13},   {"mha 2:2 d64 bs1", 2, 2, 64, 1},
+  };
+  std::vector<SeqSpec> seqs;
+  for (int32_t len : {1, 15, 16, 17, 63, 64, 65, 1000, 4097}) seqs.push_back({len - 1, 1, false});
+  seqs.insert(seqs.begin() + 3, SeqSpec{0, 1, true});
+  seqs.push_back({0, 1, true});
+  const auto batch = static_cast<int32_t>(seqs.size());
+  for (const AttnGeometry& g : geometries) {
+    const AttentionHarness h(g, seqs, rng_);
+    const auto ref32 = h.run_cpu(cpu_, GgmlType::kF32);
+    const DecodeAttentionPlan plans[] = {
+        {}, plan_decode_attention(batch, h.shape(), 8192, n_sm_), {128, 1}};
+    for (GgmlType type : kCacheTypes) {
+      const auto ref = type == GgmlType::kF32 ? ref32 : h.run_cpu(cpu_, type);
+      const auto run = h.store_gpu(type, stream_);
+      for (const DecodeAttentionPlan& plan : plans) {
+        SCOPED_TRACE(std::string(g.name) + " " + type_name(type) + " splits " +
+                     std::to_string(plan.n_splits) + " chunk " + std::to_string(plan.kv_chunk));
+        const auto got = decode(h, *run, plan);
+        EXPECT_LT(nmse(got, ref.out), kSameCacheNmse) << "vs CPU, same cache";
+        EXPECT_LT(nmse(got, ref32.out), vs_f32_bound(type)) << "vs CPU, F32 cache";
+        for (int32_t i = 0; i < batch; ++i) {
+          if (!seqs[i].padding) continue;
+          const auto begin = got.begin() + h.csr(1).qo_indptr[i] * h.q_dim();
+          EXPECT_TRUE(std::all_of(begin, begin + h.q_dim(), [](float x) { return x == 0.0f; }))
+              << "padding sequence " << i;
+        }
+      }
+    }
+  }
+}
+
+// A padded decode batch as the runner builds it: contexts from 1 to 20,000 keys and padding,
+// under the plan of its graph bucket (batch 8, max_context 32,768), so short sequences use far
+// fewer splits than the grid has and long ones hold many more keys per split than kv_chunk.
+TEST_F(AttentionOpTest, DecodeMixedLengthsUnderTheRunnersPlan) {
+  SCOPED_TRACE(seed_note());
+  const std::vector<SeqSpec> seqs = {{2, 1},    {0, 1},       {19999, 1}, {16, 1},
+                                     {8999, 1}, {0, 1, true}, {1, 1},     {0, 1, true}};
+  for (const AttnGeometry& g : {kLlama3, kQwen2}) {
+    const AttentionHarness h(g, seqs, rng_);
+    const DecodeAttentionPlan plan =
+        plan_decode_attention(static_cast<int32_t>(seqs.size()), h.shape(), 32768, n_sm_);
+    EXPECT_GT(plan.n_splits, 1) << g.name;
+    expect_decode_matches_cpu(h, plan);
+  }
+}
+
+// Not a pass/fail check of speed: prints decode's time per call (cudaEvents over 50 launches
+// after 5 warm-up ones) and its achieved bandwidth (K and V bytes read / time) for the
+// Llama-3-8B shape (32:8, head_dim 128, f16 cache, block size 16) at batch 1 x 2,048 keys and
+// batch 32 x 1,100 keys, under the runner's plan (max_context 8,192) and one made for the
+// exact length. The outputs are checked against the CPU as well.
+TEST_F(AttentionOpTest, DecodeBandwidthReport) {
+  SCOPED_TRACE(seed_note());
+  constexpr int kWarmup = 5, kIters = 50;
+  struct Case {
+    int32_t batch, kv_len;
+  };
+  for (const Case& c : {Case{1, 2048}, Case{32, 1100}}) {
+    const AttentionHarness h(kLlama3, decode_batch(std::vector<int32_t>(c.batch, c.kv_len)), rng_);
+    const auto ref = h.run_cpu(cpu_, GgmlType::kF16);
+    const auto run = h.store_gpu(GgmlType::kF16, stream_);
+    const double kv_bytes = 2.0 * c.batch * c.kv_len * kLlama3.n_head_kv *
+                            static_cast<double>(kv_row_bytes(GgmlType::kF16, 128));
+    for (int32_t max_kv_len : {8192, c.kv_len}) {
+      const DecodeAttentionPlan plan = plan_decode_attention(c.batch, h.shape(), max_kv_len, n_sm_);
+      DeviceBuffer<uint8_t> ws(decode_attention_workspace_bytes(c.batch, h.shape(), plan));
+      DeviceBuffer<float> out(h.q().size());
+      auto launch = [&] {
+        return decode_attention(run->q.get(), run->layer, run->csr.batch, h.shape(), plan, ws.get(),
+                                out.get(), stream_);
+      };
+      for (int i = 0; i < kWarmup; ++i) ASSERT_TRUE(launch().ok());
+      bool ok = true;
+      const float ms = elapsed_ms(stream_, [&] {
+        for (int i = 0; i < kIters; ++i) ok = launch().ok() && ok;
+      });
+      ASSERT_TRUE(ok);
+      const double us = 1e3 * ms / kIters;
+      std::printf(
+          "decode_attention llama3-8b f16 batch %2d x %4d keys, plan for max_kv_len %4d "
+          "(%2d splits, chunk %2d): %8.2f us/call, %7.1f GB/s (%.1f MB of K+V)\n",
+          c.batch, c.kv_len, max_kv_len, plan.n_splits, plan.kv_chunk, us, kv_bytes / us * 1e-3,
+          kv_bytes * 1e-6);
+      EXPECT_LT(nmse(out.download(), ref.out), kSameCacheNmse)
+          << "batch " << c.batch << " max_kv_len " << max_kv_len;
     }
   }
 }
@@ -261,9 +364,11 @@ TEST_F(AttentionOpTest, PrefillMatchesCpuOnMixedBatches) {
       SCOPED_TRACE(std::string(g.name) + " " + type_name(type));
       const auto run = h.store_gpu(type, stream_);
       const auto got = prefill(h, *run, h.csr(1).max_new);
-      expect_matches_cpu(got, h, type, ref32.out);
+      // Prefill on an F16 cache runs on tensor cores (prefill_attention_mma.h).
+      const double same_cache = type == GgmlType::kF16 ? kMmaPrefillVsCpuF16Nmse : kSameCacheNmse;
+      expect_matches_cpu(got, h, type, ref32.out, same_cache);
       // A grid too small for the longest sequence loops over its row tiles: same bits.
-      EXPECT_TRUE(test::same_bits(prefill(h, *run, 1), got));
+      EXPECT_TRUE(same_bits(prefill(h, *run, 1), got));
       // Decode on the same batch writes exactly the single-row sequences' rows.
       const auto dec = decode(h, *run, DecodeAttentionPlan{});
       const auto& csr = h.csr(1);
@@ -273,7 +378,7 @@ TEST_F(AttentionOpTest, PrefillMatchesCpuOnMixedBatches) {
         const std::vector<float> rows(begin, begin + n * h.q_dim());
         if (n == 1) {
           const auto rbegin = got.begin() + csr.qo_indptr[i] * h.q_dim();
-          EXPECT_LT(nmse(rows, std::vector<float>(rbegin, rbegin + h.q_dim())), kSameCacheNmse)
+          EXPECT_LT(nmse(rows, std::vector<float>(rbegin, rbegin + h.q_dim())), same_cache)
               << "sequence " << i;
         } else {
           EXPECT_TRUE(std::all_of(rows.begin(), rows.end(), [](float x) { return x == kSentinel; }))
@@ -325,6 +430,15 @@ TEST(AttentionOpArgs, LaunchersRejectBadShapesAndPlans) {
   EXPECT_FALSE(decode_attention(&dummy, kv, b, ok_shape, {0, 64}, nullptr, &dummy, nullptr).ok());
   EXPECT_FALSE(decode_attention(&dummy, kv, b, ok_shape, {4, 0}, &dummy, &dummy, nullptr).ok());
   EXPECT_FALSE(decode_attention(&dummy, kv, b, ok_shape, {4, 64}, nullptr, &dummy, nullptr).ok());
+  // Grids decode cannot launch: 2^31 - 1 splits of a group of 8 (two blocks per KV head), and a
+  // physical block of all KV heads over 4 GiB (2 heads x 2^25 rows x 128 bytes).
+  const AttentionShape group8{16, 2, 64, 0.125f};
+  EXPECT_FALSE(
+      decode_attention(&dummy, kv, b, group8, {0x7fffffff, 1}, &dummy, &dummy, nullptr).ok());
+  PagedKvLayer huge_block = kv;
+  huge_block.block_size = 1 << 25;
+  EXPECT_FALSE(
+      decode_attention(&dummy, huge_block, b, ok_shape, {}, nullptr, &dummy, nullptr).ok());
   EXPECT_FALSE(prefill_attention(&dummy, kv, b, ok_shape, 0, &dummy, nullptr).ok());
   const StoreKvRope odd_rot{&dummy, 7, RopeOrdering::kNormal};
   EXPECT_FALSE(store_kv(&dummy, &dummy, 1, kv, b, ok_shape, &odd_rot, nullptr).ok());
@@ -336,28 +450,46 @@ TEST(AttentionOpArgs, LaunchersRejectBadShapesAndPlans) {
   EXPECT_TRUE(prefill_attention(&dummy, kv, empty, ok_shape, 1, &dummy, nullptr).ok());
 }
 
-TEST(AttentionOpArgs, DecodePlanCoversTheContextAndSizesTheWorkspace) {
+TEST(AttentionOpArgs, DecodePlanFillsOneWaveAndSizesTheWorkspace) {
   const AttentionShape llama3{32, 8, 128, 0.088f};
-  // A batch that gives 132 SMs 8 blocks each by itself needs no split; half of it does.
-  EXPECT_EQ(plan_decode_attention(132, llama3, 8192, 132).n_splits, 1);
-  EXPECT_GT(plan_decode_attention(66, llama3, 8192, 132).n_splits, 1);
-  // Chunks do not grow with the planned context until 64 splits would not cover it.
-  EXPECT_EQ(plan_decode_attention(32, llama3, 8192, 132).kv_chunk, 256);
-  EXPECT_EQ(plan_decode_attention(32, llama3, 32768, 132).kv_chunk, 512);
-  EXPECT_EQ(plan_decode_attention(1, llama3, 200, 132).n_splits, 1);  // too short to split
-  for (int32_t len : {257, 1000, 8192, 32768}) {
-    const DecodeAttentionPlan p = plan_decode_attention(1, llama3, len, 132);
-    SCOPED_TRACE("max_kv_len " + std::to_string(len));
-    ASSERT_GT(p.n_splits, 1);
-    EXPECT_GE(p.kv_chunk, 256);
-    EXPECT_EQ(p.kv_chunk % 64, 0);
-    EXPECT_GE(static_cast<int64_t>(p.n_splits) * p.kv_chunk, len);
-    EXPECT_LT(static_cast<int64_t>(p.n_splits - 1) * p.kv_chunk, len);  // no empty split
-    EXPECT_EQ(decode_attention_workspace_bytes(3, llama3, p),
-              size_t{3} * 32 * p.n_splits * (128 + 2) * sizeof(float));
+  // Batch 1 on 132 SMs: 8 blocks unsplit, 4 * 132 resident -> 66 splits of >= 64 keys.
+  const DecodeAttentionPlan one = plan_decode_attention(1, llama3, 8192, 132);
+  EXPECT_EQ(one.n_splits, 66);
+  EXPECT_EQ(one.kv_chunk, 64);
+  // The plan does not grow with the context past what the grid holds.
+  EXPECT_EQ(plan_decode_attention(1, llama3, 131072, 132).n_splits, 66);
+  EXPECT_EQ(plan_decode_attention(32, llama3, 8192, 132).n_splits, 2);
+  EXPECT_EQ(plan_decode_attention(33, llama3, 8192, 132).n_splits, 2);
+  EXPECT_EQ(plan_decode_attention(34, llama3, 8192, 132).n_splits, 1);  // fills half a wave
+  // Short contexts: at least 64 keys per split.
+  EXPECT_EQ(plan_decode_attention(1, llama3, 127, 132).n_splits, 1);
+  EXPECT_EQ(plan_decode_attention(1, llama3, 128, 132).n_splits, 2);
+  EXPECT_EQ(plan_decode_attention(1, llama3, 1000, 132).n_splits, 15);
+  // Qwen2-7B's groups of 7 take two blocks per KV head: 8 blocks at batch 1.
+  EXPECT_EQ(plan_decode_attention(1, AttentionShape{28, 4, 128, 0.088f}, 8192, 132).n_splits, 66);
+  // One block in all (MQA, group 4): capped at 128 splits.
+  EXPECT_EQ(plan_decode_attention(1, AttentionShape{4, 1, 64, 0.125f}, 1 << 20, 132).n_splits, 128);
+  EXPECT_EQ(plan_decode_attention(0, llama3, 8192, 132).n_splits, 1);
+  for (int32_t n_sm : {1, 108, 132}) {
+    for (int32_t batch = 1; batch <= 64; ++batch) {
+      for (int32_t len : {0, 1, 200, 8192, 131072}) {
+        const DecodeAttentionPlan p = plan_decode_attention(batch, llama3, len, n_sm);
+        SCOPED_TRACE("n_sm " + std::to_string(n_sm) + " batch " + std::to_string(batch) +
+                     " max_kv_len " + std::to_string(len));
+        ASSERT_GE(p.n_splits, 1);
+        if (p.n_splits == 1) continue;
+        EXPECT_EQ(p.kv_chunk, 64);
+        EXPECT_LE(int64_t{batch} * llama3.n_head_kv * p.n_splits, 4 * n_sm);  // one wave
+        EXPECT_LE(int64_t{p.n_splits} * p.kv_chunk, len);  // every split can get 64 keys
+        EXPECT_LE(decode_attention_workspace_bytes(batch, llama3, p),
+                  size_t{16} * n_sm * (128 + 2) * sizeof(float));
+      }
+    }
   }
+  EXPECT_EQ(decode_attention_workspace_bytes(3, llama3, one),
+            size_t{3} * 32 * 66 * (128 + 2) * sizeof(float));
   EXPECT_EQ(decode_attention_workspace_bytes(3, llama3, DecodeAttentionPlan{}), 0u);
 }
 
 }  // namespace
-}  // namespace novaserve::gpu
+}  // namespace novaserve::gpu::test

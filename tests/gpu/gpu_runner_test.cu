@@ -154,6 +154,43 @@ TEST_F(GpuRunnerTest, QuantizedKvCachesMatchCpu) {
   }
 }
 
+// ActQuant::kQ8: decode GEMVs of Q4_0 matrices quantize activations like the CPU's kQ8 mode
+// (gemv_q4_0_q8.h). Both runners then quantize slightly different activations (the two differ in
+// f32 rounding before), and a value near a rounding boundary lands a step apart, so, as for the
+// quantized KV cache, the bound is calibrated on the CPU alone: 1e-2 plus twice the largest logit
+// change that kQ8 causes against exact activations (two CPU runners in lockstep).
+double act_quant_bound(std::shared_ptr<const GgufFile> file,
+                       const std::vector<std::vector<int32_t>>& prompts, int32_t n_new) {
+  auto exact = cpu_runner(file);
+  auto q8 = cpu_runner(file);
+  const LockstepReport r = run_lockstep(*exact, *q8, prompts, n_new, 16, 1e9, GgmlType::kF16,
+                                        std::nullopt, ActQuant::kNone, ActQuant::kQ8);
+  std::printf("[ lockstep ] CPU kQ8 vs exact activations: max normalized logit error %.3g\n",
+              r.max_error);
+  return kTol + 2.0 * r.max_error;
+}
+
+TEST_F(GpuRunnerTest, Q4_0WithQ8ActivationsMatchesCpuQ8) {
+  testing::TinySpec s = tiny_cases()[2].spec;  // Q4_0
+  auto file = testing::make_tiny_model(s);
+  // Batch 8 decodes through the kQ8 GEMV; 32 through the tensor-core GEMMs (f32 activations).
+  for (int batch : {8, 32}) {
+    const auto prompts = random_prompts(batch, 60, s.n_vocab, 13);
+    const double tol = act_quant_bound(file.file, prompts, 48);
+    for (bool graphs : {true, false}) {
+      auto cpu = cpu_runner(file.file);
+      auto gpu = gpu_runner(file.file, graphs);
+      ASSERT_TRUE(cpu && gpu);
+      const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 48, 16, tol, GgmlType::kF16,
+                                            std::nullopt, ActQuant::kQ8);
+      report(
+          ("tiny q4_0, kQ8, batch " + std::to_string(batch) + (graphs ? ", graphs" : "")).c_str(),
+          r);
+      EXPECT_GT(r.compared_rows, 0);
+    }
+  }
+}
+
 TEST_F(GpuRunnerTest, GraphReplayEqualsEagerStepsBitForBit) {
   testing::TinySpec s = tiny_cases()[2].spec;  // Q4_0
   auto file = testing::make_tiny_model(s);
@@ -289,6 +326,16 @@ TEST_F(GpuRunnerModelTest, SynthModelMatchesCpuAtBatch32) {
     ASSERT_TRUE(cpu && gpu);
     const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 64, 32, kTol, GgmlType::kF16);
     report(graphs ? "synth smollm2-135m Q4_0, graphs" : "synth smollm2-135m Q4_0, no graphs", r);
+  }
+  {  // the engine's default activation mode (batch 8: the kQ8 GEMVs decode)
+    const std::vector<std::vector<int32_t>> eight(prompts.begin(), prompts.begin() + 8);
+    const double tol = act_quant_bound(file, eight, 32);
+    auto cpu = cpu_runner(file);
+    auto gpu = gpu_runner(file, true);
+    ASSERT_TRUE(cpu && gpu);
+    const LockstepReport r =
+        run_lockstep(*cpu, *gpu, eight, 32, 32, tol, GgmlType::kF16, std::nullopt, ActQuant::kQ8);
+    report("synth smollm2-135m Q4_0, kQ8, batch 8", r);
   }
   std::filesystem::remove(synth);
 }

@@ -1,5 +1,5 @@
-// Shared pieces of the GPU op tests: the random seed, random inputs, normalized MSE, device
-// buffers, and a fixture that skips without a GPU.
+// Shared pieces of the GPU op tests: the random seed, random inputs and quantized weights,
+// normalized MSE, device buffers, event timing, and a fixture that skips without a GPU.
 //
 // NMSE = sum((got - ref)^2) / sum(ref^2) (ggml's test-backend-ops metric). Inputs are random with
 // a fresh seed each run (printed on failure; set NOVASERVE_GPU_TEST_SEED to replay one).
@@ -11,11 +11,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backend/gpu/vendor.h"
+#include "quant/ggml_type.h"
+#include "quant/quantize.h"
 
 namespace novaserve::gpu::test {
 
@@ -35,6 +38,20 @@ inline std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
+}
+
+/// n_out rows of n_in normal(0, 0.5) values quantized to `type` with quantize_row, back to back
+/// (the layout of a GGUF weight tensor [n_out][n_in]); n_in must be a whole number of `type`'s
+/// blocks.
+inline std::vector<uint8_t> random_quantized(GgmlType type, int64_t n_in, int64_t n_out,
+                                             std::mt19937& rng) {
+  const uint64_t row_bytes = *ggml_row_bytes(type, static_cast<uint64_t>(n_in));
+  std::vector<uint8_t> w(row_bytes * static_cast<uint64_t>(n_out));
+  for (int64_t o = 0; o < n_out; ++o) {
+    const auto row = random_floats(static_cast<size_t>(n_in), rng, 0.5f);
+    EXPECT_TRUE(quantize_row(type, row.data(), w.data() + o * row_bytes, n_in).ok());
+  }
+  return w;
 }
 
 /// Normalized MSE of got against ref (the plain squared error when ref is all zeros).
@@ -80,6 +97,24 @@ class DeviceBuffer {
   T* p_ = nullptr;
   size_t n_ = 0;
 };
+
+/// Milliseconds between an event recorded on `stream` before enqueue() and one recorded after it,
+/// waiting for the second: the device time of the work enqueue() puts on `stream`. A failing CUDA
+/// call fails the test (EXPECT); the time is then meaningless.
+inline float elapsed_ms(cudaStream_t stream, const std::function<void()>& enqueue) {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EXPECT_EQ(cudaEventCreate(&start), cudaSuccess);
+  EXPECT_EQ(cudaEventCreate(&stop), cudaSuccess);
+  EXPECT_EQ(cudaEventRecord(start, stream), cudaSuccess);
+  enqueue();
+  EXPECT_EQ(cudaEventRecord(stop, stream), cudaSuccess);
+  EXPECT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+  float ms = 0.0f;
+  EXPECT_EQ(cudaEventElapsedTime(&ms, start, stop), cudaSuccess);
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  return ms;
+}
 
 /// Fixture for tests that need a GPU: skips with the runtime's reason when there is none, and
 /// provides a stream and a seeded generator.

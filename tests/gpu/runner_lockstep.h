@@ -32,8 +32,9 @@ namespace novaserve::gpu::test {
 class LockstepLane {
  public:
   LockstepLane(ModelRunner& m, const std::vector<std::vector<int32_t>>& prompts,
-               int32_t max_context, int32_t block_size, GgmlType kv_type, uint32_t seed)
-      : m_(m), prompts_(prompts) {
+               int32_t max_context, int32_t block_size, GgmlType kv_type, uint32_t seed,
+               ActQuant mode = ActQuant::kNone)
+      : m_(m), prompts_(prompts), mode_(mode) {
     const int32_t n = static_cast<int32_t>(prompts.size());
     const int32_t per_seq = (max_context + block_size - 1) / block_size;
     auto kv = PagedKvCache::create(m.config(), n * per_seq, block_size, kv_type, &m);
@@ -64,7 +65,7 @@ class LockstepLane {
       f.kv = kv_->view(tables_[s]);
       seqs_.push_back(f);
     }
-    const Status st = m_.forward(seqs_, ActQuant::kNone);
+    const Status st = m_.forward(seqs_, mode_);
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
     return st.ok();
   }
@@ -90,6 +91,7 @@ class LockstepLane {
  private:
   ModelRunner& m_;
   const std::vector<std::vector<int32_t>>& prompts_;
+  ActQuant mode_;
   std::unique_ptr<PagedKvCache> kv_;
   std::vector<BlockTable> tables_;
   std::vector<std::vector<int32_t>> tokens_;
@@ -112,12 +114,14 @@ inline int32_t argmax(const float* x, int64_t n) {
 
 /// Runs `cpu` and `gpu` in lockstep until every sequence has `n_new` greedy tokens, checking
 /// the bounds of the header with EXPECTs. The KV caches are `kv_type` for `cpu` and `gpu_kv_type`
-/// (default: the same) for `gpu`; `gpu` may be a second CPU runner (to measure what a KV type
-/// alone changes).
+/// (default: the same) for `gpu`, the activation modes `mode` and `gpu_mode` (default: the same);
+/// `gpu` may be a second CPU runner (to measure what a KV type or mode alone changes).
 inline LockstepReport run_lockstep(ModelRunner& cpu, ModelRunner& gpu,
                                    const std::vector<std::vector<int32_t>>& prompts, int32_t n_new,
                                    int32_t chunk, double tol, GgmlType kv_type,
-                                   std::optional<GgmlType> gpu_kv_type = std::nullopt) {
+                                   std::optional<GgmlType> gpu_kv_type = std::nullopt,
+                                   ActQuant mode = ActQuant::kNone,
+                                   std::optional<ActQuant> gpu_mode = std::nullopt) {
   int32_t longest = 0;
   for (const auto& p : prompts) longest = std::max<int32_t>(longest, p.size());
   const int32_t max_context = longest + n_new;
@@ -127,8 +131,9 @@ inline LockstepReport run_lockstep(ModelRunner& cpu, ModelRunner& gpu,
                                  static_cast<int64_t>(prompts.size()), max_context, block_size);
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
   }
-  LockstepLane c(cpu, prompts, max_context, block_size, kv_type, 7);
-  LockstepLane g(gpu, prompts, max_context, block_size, gpu_kv_type.value_or(kv_type), 7);
+  LockstepLane c(cpu, prompts, max_context, block_size, kv_type, 7, mode);
+  LockstepLane g(gpu, prompts, max_context, block_size, gpu_kv_type.value_or(kv_type), 7,
+                 gpu_mode.value_or(mode));
   const size_t n = prompts.size();
   const int64_t n_vocab = cpu.config().n_vocab;
   std::vector<uint8_t> diverged(n, 0);

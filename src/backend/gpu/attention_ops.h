@@ -49,28 +49,33 @@ Status store_kv(const float* k, const float* v, int64_t n_rows, const PagedKvLay
                 cudaStream_t stream);
 
 /// How decode attention partitions each sequence's keys (split-K, "flash-decoding": Dao et al.
-/// 2023). Split s of a sequence covers keys [s * kv_chunk, (s + 1) * kv_chunk); the last split
-/// in use takes every key to the end, so any n_splits >= 1 is correct for any context, and
-/// n_splits == 1 turns split-K off (kv_chunk is then ignored). A sequence uses
-/// min(n_splits, ceil(kv_len / kv_chunk)) splits; with one, its output is written directly,
-/// otherwise a second kernel combines the splits' (max, sum, accumulator) partials.
-/// Results depend on the plan only through rounding (within ~1e-6 relative). A sequence's bits
-/// depend on the plan but never on the other sequences of the batch; plan_decode_attention's
-/// choice depends on the batch size, so a caller that needs bit-level batch invariance passes
-/// one fixed plan.
+/// 2023). A sequence of L keys gets n = min(n_splits, max(1, floor(L / kv_chunk))) splits of
+/// c = ceil(L / n) keys: split s covers keys [s * c, min(L, (s + 1) * c)), and only the
+/// ceil(L / c) splits that hold keys do any work. kv_chunk is thus the fewest keys worth a split
+/// of their own: a sequence spreads over as many splits as its own length allows, whatever the
+/// longest context the plan was made for. Any n_splits >= 1 is correct for any context;
+/// n_splits == 1 turns split-K off (kv_chunk is then ignored). With one split a sequence's output
+/// is written directly, otherwise a second kernel combines the splits' (max, sum, accumulator)
+/// partials. Results depend on the plan only through rounding (within ~1e-6 relative). A
+/// sequence's bits depend on the plan and its own length but never on the other sequences of
+/// the batch; plan_decode_attention's choice depends on the batch size, so a caller that needs
+/// bit-level batch invariance passes one fixed plan.
 struct DecodeAttentionPlan {
   int32_t n_splits = 1;  ///< >= 1: grid blocks per (sequence, head group) along the keys
-  int32_t kv_chunk = 0;  ///< keys per split, >= 1 when n_splits > 1
+  int32_t kv_chunk = 0;  ///< fewest keys per split, >= 1 when n_splits > 1
 };
 
-/// A plan for `batch` sequences of up to `max_kv_len` keys: no split when the batch alone gives
-/// every multiprocessor 8 thread blocks (or the context is at most 256 keys); otherwise chunks of
-/// 256 keys, or of max_kv_len / 64 rounded up to a multiple of 64 when larger (at most 64 splits,
-/// which bounds the workspace). Fixed-size chunks keep the split count of a sequence
-/// proportional to its own length when max_kv_len is the whole context a graph may see: a
-/// 1,000-key sequence gets 4 blocks per head group whatever max_kv_len is. (A chunk derived from
-/// max_kv_len would leave short sequences in one long serial block.)
-/// n_sm: multiprocessor (CU) count of the device (cudaDeviceProp::multiProcessorCount).
+/// A plan for `batch` sequences of up to `max_kv_len` keys on `n_sm` multiprocessors (CUs):
+/// cudaDeviceProp::multiProcessorCount. The unsplit grid has B = batch * n_head_kv *
+/// ceil(group / 4) thread blocks (group = n_head / n_head_kv) and the kernel is built for 4
+/// resident blocks per multiprocessor, so the plan takes n_splits = min(floor(4 * n_sm / B), 128,
+/// floor(max_kv_len / 64)) with kv_chunk = 64: as many splits as fit in one wave of resident
+/// blocks (so the workspace is at most 16 * n_sm * (head_dim + 2) floats), at least 64 keys
+/// each, at most 128 (which bounds the combine's work). No split ({1, 0}) when that is <= 1, i.e.
+/// when the batch alone fills half a wave or the context is under 128 keys. E.g. Llama-3-8B (8 KV
+/// heads) on 132 SMs: 66 splits at batch 1 (a 2,048-key sequence uses 32 of them, an 8,192-key one
+/// all 66), 2 at batch 32, none from batch 34 on. The plan depends only on its arguments, so a CUDA
+/// graph may capture it for a bucket's largest context and replay it for shorter sequences.
 DecodeAttentionPlan plan_decode_attention(int32_t batch, const AttentionShape& shape,
                                           int32_t max_kv_len, int32_t n_sm);
 
@@ -84,22 +89,36 @@ size_t decode_attention_workspace_bytes(int32_t batch, const AttentionShape& sha
 /// n_new != 1 are skipped (their rows are left as they are: prefill_attention handles those);
 /// padding sequences (kv_len <= 0) get zero outputs. q, out: [rows][n_head * head_dim] f32,
 /// device, must not alias. `workspace`: decode_attention_workspace_bytes(...) bytes of device
-/// memory (may be null when that is 0). One thread block per (sequence, KV head, group of up to
-/// 8 query heads, split) loads each K/V row once for all query heads of its group.
+/// memory (may be null when that is 0). One thread block of 128 threads per (sequence, KV head,
+/// group of up to 4 query heads, split) streams each K/V row of its split once for all query
+/// heads of its group; its warps walk their own keys with their own online-softmax state (no
+/// block barrier in the key loop) and merge at the end (decode_attention_gpu.cu).
 /// Errors: as the header, plus kInvalidInput for a plan with n_splits < 1, kv_chunk < 1 with
-/// n_splits > 1, or a null workspace that the plan needs.
+/// n_splits > 1, a null workspace that the plan needs, n_head_kv > 65535, n_splits *
+/// ceil(group / 4) >= 2^31, or a physical block of all KV heads (n_head_kv * block_size rows)
+/// over 4 GiB.
 Status decode_attention(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
                         const AttentionShape& shape, const DecodeAttentionPlan& plan,
                         void* workspace, float* out, cudaStream_t stream);
 
 /// Causal attention for every sequence of the batch (any n_new >= 1; decode rows included),
 /// tiled flash-attention style (Dao et al. 2022, FlashAttention; online softmax of Milakov &
-/// Gimelshein 2018): a thread block takes 32 query rows of one query head and walks key tiles of
-/// 32 positions from the paged cache (earlier chunks and the new rows alike, so call store_kv
-/// first), keeping the running max, sum and output in registers. Sequences whose n_new exceeds
-/// kv_len (padding included) get zero outputs. q, out: [rows][n_head * head_dim] f32, device,
-/// must not alias. `max_new_per_seq`: the largest n_new of the batch; it sizes the grid (blocks
-/// loop over further row tiles when it is too small, so it affects speed only). >= 1.
+/// Gimelshein 2018), reading keys from the paged cache (earlier chunks and the new rows alike, so
+/// call store_kv first). Sequences whose n_new exceeds kv_len (padding included) get zero
+/// outputs. q, out: [rows][n_head * head_dim] f32, device, must not alias. `max_new_per_seq`: the
+/// largest n_new of the batch; it sizes the grid (blocks loop over further row tiles when it is
+/// too small, so it affects speed only, never the bits). >= 1.
+/// Two kernels (prefill_attention_mma.h):
+/// - F16 cache on CUDA sm_80+: tensor cores (FlashAttention-2, Dao 2023). A thread block takes
+///   64 (position, query head) rows of one KV head's GQA group, so each K/V tile is read once for
+///   all heads of the group, and walks 64-key tiles with mma.sync m16n8k16; q * scale and the
+///   softmax weights are rounded to fp16, sums are f32: NMSE ~1e-7 against the CPU on the same
+///   cache (unit-normal inputs), not f32-exact. The K/V pools must be 16-byte aligned
+///   (paged_kv.h). q * scale * log2(e) must fit fp16.
+/// - Other cache types, and HIP: f32 FMAs, a thread block per 32 rows of one query head, 32-key
+///   tiles; matches the CPU to f32 rounding.
+/// Errors: as the header, plus kInvalidInput for n_head > 65535 or, on the tensor-core path, K/V
+/// pools not 16-byte aligned.
 Status prefill_attention(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
                          const AttentionShape& shape, int32_t max_new_per_seq, float* out,
                          cudaStream_t stream);

@@ -1,5 +1,6 @@
-// fp16 copies of a model's matrices, made once at load, for the GEMMs of prefill and of decode
-// batches above GpuMatmul::kGemvMaxRows (tensor-core BLAS reads fp16, not ggml blocks). Matrices
+// fp16 copies of a model's matrices, made once at load, for the BLAS GEMMs of prefill and of
+// decode batches above GpuMatmul::kGemvMaxRows that the W4A16 GEMM does not take (gpu_matmul.h;
+// tensor-core BLAS reads fp16, not ggml blocks). Matrices
 // already stored as F16 are used in place. The price is memory: 2 bytes per weight (Q4_0 8B:
 // +15 GiB), which start-up logs; decoding the weights again in every prefill step instead would
 // cost a full fp16 write and read of every matrix per step.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "backend/gpu/argmax_gpu.h"
 #include "backend/gpu/gpu_llama_runner.h"
 #include "backend/gpu/gpu_ops.h"
 #include "backend/gpu/gpu_status.h"
@@ -181,6 +182,11 @@ Status GpuLlamaRunner::ensure(int64_t rows, int64_t logit_rows, int64_t seqs, in
     NOVASERVE_RETURN_IF_ERROR(f(ws_.act, c.n_ff, "ffn activation"));
     NOVASERVE_RETURN_IF_ERROR(f(ws_.rope_table, c.n_rot, "rope table"));
     NOVASERVE_RETURN_IF_ERROR(f(ws_.final_h, c.n_embd, "logit rows"));
+    // kQ8 GEMVs quantize at most kGemvMaxRows rows of the widest matmul input.
+    NOVASERVE_RETURN_IF_ERROR(
+        ws_.act_q8.reset(act_q8_bytes(std::min<int64_t>(rows, GpuMatmul::kGemvMaxRows),
+                                      std::max({c.n_embd, c.n_ff, c.q_dim()})),
+                         "quantized activations"));
     ws_.rows = rows;
     moved = true;
   }
@@ -188,6 +194,9 @@ Status GpuLlamaRunner::ensure(int64_t rows, int64_t logit_rows, int64_t seqs, in
     const auto bytes = static_cast<size_t>(logit_rows * c.n_vocab) * sizeof(float);
     NOVASERVE_RETURN_IF_ERROR(ws_.logits.reset(bytes, "logits"));
     NOVASERVE_RETURN_IF_ERROR(host_logits_.reset(bytes, "logits (pinned)"));
+    const auto id_bytes = static_cast<size_t>(logit_rows) * sizeof(int32_t);
+    NOVASERVE_RETURN_IF_ERROR(ws_.greedy_ids.reset(id_bytes, "greedy ids"));
+    NOVASERVE_RETURN_IF_ERROR(host_greedy_ids_.reset(id_bytes, "greedy ids (pinned)"));
     ws_.logit_rows = logit_rows;
     moved = true;
   }
@@ -212,6 +221,7 @@ Status GpuLlamaRunner::ensure(int64_t rows, int64_t logit_rows, int64_t seqs, in
   seq_logit_row_.reserve(seqs);
   seq_n_new_.reserve(seqs);
   seq_all_logits_.reserve(seqs);
+  seq_greedy_.reserve(seqs);
   if (moved || *in_moved) graphs_.clear();
   return {};
 }
@@ -256,7 +266,7 @@ Result<KvPoolMemory> GpuLlamaRunner::allocate_kv(uint64_t bytes) {
   return mem;
 }
 
-Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant) {
+Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
   auto rows = check_forward(seqs, config_);
   if (!rows.ok()) return rows.error();
   if (rows->n_rows == 0) return {};
@@ -294,19 +304,25 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant) {
   }
   NOVASERVE_RETURN_IF_ERROR(ensure(std::max<int64_t>(rows->n_rows, padded),
                                    std::max<int64_t>(rows->n_logit_rows, padded), padded, pages));
-  if (!(pool_ == graph_pool_)) {
+  if (!(pool_ == graph_pool_) || mode != graph_act_quant_) {
     graphs_.clear();
     graph_pool_ = pool_;
+    graph_act_quant_ = mode;
   }
+  act_quant_ = mode;
 
   in_.build(seqs, padded, pool_.block_size);
   seq_logit_row_.resize(seqs.size());
   seq_n_new_.resize(seqs.size());
   seq_all_logits_.resize(seqs.size());
+  seq_greedy_.resize(seqs.size());
+  bool all_greedy = true;
   for (int32_t s = 0; s < n_seqs; ++s) {
     seq_logit_row_[s] = in_.logit_row_of(s);
     seq_n_new_[s] = static_cast<int32_t>(seqs[s].tokens.size());
     seq_all_logits_[s] = seqs[s].all_logits ? 1 : 0;
+    seq_greedy_[s] = seqs[s].greedy && !seqs[s].all_logits ? 1 : 0;
+    all_greedy = all_greedy && seq_greedy_[s] != 0;
   }
   NOVASERVE_RETURN_IF_ERROR(in_.upload(stream_));
 
@@ -323,10 +339,18 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant) {
                    bucket, *secs * 1e3);
     }
   }
-  const auto logit_bytes =
-      static_cast<size_t>(rows->n_logit_rows * config_.n_vocab) * sizeof(float);
-  NOVASERVE_GPU_RETURN_IF_ERROR(cudaMemcpyAsync(host_logits_.get(), ws_.logits.get(), logit_bytes,
-                                                cudaMemcpyDeviceToHost, stream_));
+  NOVASERVE_GPU_RETURN_IF_ERROR(cudaMemcpyAsync(
+      host_greedy_ids_.get(), ws_.greedy_ids.get(),
+      static_cast<size_t>(rows->n_logit_rows) * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  // A greedy step needs one id per row: n_vocab floats per row would be 16 MB at batch 32 with
+  // a 128k vocabulary.
+  logits_on_host_ = !all_greedy;
+  if (logits_on_host_) {
+    const auto logit_bytes =
+        static_cast<size_t>(rows->n_logit_rows * config_.n_vocab) * sizeof(float);
+    NOVASERVE_GPU_RETURN_IF_ERROR(cudaMemcpyAsync(host_logits_.get(), ws_.logits.get(), logit_bytes,
+                                                  cudaMemcpyDeviceToHost, stream_));
+  }
   NOVASERVE_RETURN_IF_ERROR(gpu_status(cudaStreamSynchronize(stream_), "forward step"));
   return prof_.end_step();
 }
@@ -358,9 +382,12 @@ Status GpuLlamaRunner::enqueue_step(bool decode, const DecodeAttentionPlan& plan
     }));
     head_in = ws_.final_h.get<float>();
   }
-  return timed(ProfOp::kMatmulOutput, [&] {
-    return matmul_->run(w_.output, w16_.output, head_in, n_logit, ws_.logits.get<float>(),
-                        w_.output.type == GgmlType::kQ4_0);
+  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulOutput, [&] {
+    return matmul(w_.output, w16_.output, head_in, n_logit, ws_.logits.get<float>());
+  }));
+  return timed(ProfOp::kOther, [&] {
+    return argmax_rows(ws_.logits.get<float>(), n_logit, c.n_vocab, ws_.greedy_ids.get<int32_t>(),
+                       stream_);
   });
 }
 
@@ -370,8 +397,6 @@ Status GpuLlamaRunner::enqueue_layer(int64_t il, bool decode, const DecodeAttent
   static const F16Weights::Layer kNoF16;  // without BLAS (HIP) every matmul is a GEMV
   const F16Weights::Layer& l16 = w16_.layers.empty() ? kNoF16 : w16_.layers[il];
   const int64_t n = in_.n_rows();
-  // Q4_0 matrices were repacked to the split layout at load (repack_q4_0).
-  const auto split = [](const WeightMatrix& m) { return m.type == GgmlType::kQ4_0; };
   float* x = ws_.x.get<float>();
   float* h = ws_.h.get<float>();
   float* o = ws_.o.get<float>();
@@ -382,10 +407,11 @@ Status GpuLlamaRunner::enqueue_layer(int64_t il, bool decode, const DecodeAttent
   NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kNorm, [&] {
     return add_rms_norm(x, il == 0 ? nullptr : o, w.attn_norm, n, c.n_embd, c.rms_eps, h, stream_);
   }));
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulQkv, [&]() -> Status {
-    NOVASERVE_RETURN_IF_ERROR(matmul_->run(w.wq, l16.wq, h, n, q, split(w.wq)));
-    NOVASERVE_RETURN_IF_ERROR(matmul_->run(w.wk, l16.wk, h, n, k, split(w.wk)));
-    return matmul_->run(w.wv, l16.wv, h, n, v, split(w.wv));
+  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulQkv, [&] {
+    const WeightMatrix ws[] = {w.wq, w.wk, w.wv};
+    const __half* const w16s[] = {l16.wq, l16.wk, l16.wv};
+    float* const ys[] = {q, k, v};
+    return matmul_group(ws, w16s, h, n, ys);
   }));
   if (w.bq != nullptr) {
     NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kOther, [&]() -> Status {
@@ -412,27 +438,25 @@ Status GpuLlamaRunner::enqueue_layer(int64_t il, bool decode, const DecodeAttent
                   : prefill_attention(q, layer, batch, shape_, in_.max_new(), attn, stream_);
   }));
   NOVASERVE_RETURN_IF_ERROR(
-      timed(ProfOp::kMatmulO, [&] { return matmul_->run(w.wo, l16.wo, attn, n, o, split(w.wo)); }));
+      timed(ProfOp::kMatmulO, [&] { return matmul(w.wo, l16.wo, attn, n, o); }));
 
   NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kNorm, [&] {
     return add_rms_norm(x, o, w.ffn_norm, n, c.n_embd, c.rms_eps, h, stream_);
   }));
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulGateUp, [&]() -> Status {
-    NOVASERVE_RETURN_IF_ERROR(
-        matmul_->run(w.w_gate, l16.w_gate, h, n, ws_.gate.get<float>(), split(w.w_gate)));
-    return matmul_->run(w.w_up, l16.w_up, h, n, ws_.up.get<float>(), split(w.w_up));
-  }));
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kSwiglu, [&] {
-    return swiglu(ws_.gate.get<float>(), ws_.up.get<float>(), n, c.n_ff, ws_.act.get<float>(),
-                  stream_);
-  }));
-  return timed(ProfOp::kMatmulDown, [&] {
-    return matmul_->run(w.w_down, l16.w_down, ws_.act.get<float>(), n, o, split(w.w_down));
-  });
+  NOVASERVE_RETURN_IF_ERROR(gate_up_swiglu(w, l16, n));
+  return timed(ProfOp::kMatmulDown,
+               [&] { return matmul(w.w_down, l16.w_down, ws_.act.get<float>(), n, o); });
+}
+
+std::optional<int32_t> GpuLlamaRunner::greedy_token(size_t seq) const {
+  NOVASERVE_CHECK(seq < seq_greedy_.size()) << "sequence " << seq;
+  if (seq_greedy_[seq] == 0) return std::nullopt;
+  return host_greedy_ids_.get<int32_t>()[seq_logit_row_[seq]];
 }
 
 const float* GpuLlamaRunner::logits(size_t seq, int32_t token) const {
   NOVASERVE_CHECK(seq < seq_logit_row_.size()) << "sequence " << seq;
+  NOVASERVE_CHECK(logits_on_host_) << "logits of a step whose sequences were all greedy";
   const int64_t row =
       logit_row(seq_logit_row_[seq], seq_all_logits_[seq] != 0, seq_n_new_[seq], token);
   return host_logits_.get<float>() + row * config_.n_vocab;

@@ -1,8 +1,11 @@
 // The GPU runner's matmul y = x W^T: for up to kGemvMaxRows rows the decode GEMV (weights decoded
-// in registers, f32 activations; gpu::gemv_q4_0_split for Q4_0), for more rows a GEMM on tensor
-// cores: x converted to fp16 and one BLAS f16 GEMM with f32 accumulation against an fp16 copy of W
-// made once at load (W itself when it is F16). HIP builds have no BLAS here (hipBLAS is not
-// packaged in Debian bookworm), keep no fp16 copies and use the GEMV for every row count.
+// in registers, f32 activations; gpu::gemv_q4_0_split for Q4_0); for split-layout Q4_0 weights, up
+// to 32 rows and shapes where it measured faster, the W4A16 tensor-core GEMM over the Q4_0
+// weights (gemm_q4_0_mma.h, CUDA sm_80+); otherwise a GEMM on tensor cores: x converted to fp16
+// and one BLAS f16 GEMM with f32 accumulation against an fp16 copy of W made once at load (W
+// itself when it is F16). HIP builds have no BLAS here (hipBLAS is not packaged in Debian
+// bookworm), keep no fp16 copies and use the GEMV for every row count. (The runner's kQ8 mode
+// sends GEMV-sized Q4_0 batches to gemv_q4_0_q8.h instead.)
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,11 @@ class GpuMatmul {
   /// Errors: kInternal naming the failed BLAS call or allocation (the BLAS workspace).
   static Result<std::unique_ptr<GpuMatmul>> create(cudaStream_t stream);
   ~GpuMatmul();
+
+  /// Whether run() takes the GEMV for `n_rows` rows (so a caller may use the GEMV's grouped or
+  /// fused forms, gemv_q4_0_split_multi/_swiglu, which give the same bits): up to kGemvMaxRows,
+  /// or any count on HIP.
+  bool takes_gemv(int64_t n_rows) const;
 
   /// Whether GEMMs are available (CUDA builds), i.e. whether the runner keeps fp16 weights.
   bool has_blas() const;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "backend/gpu/vendor.h"
 #include "backend/op_params.h"
@@ -57,22 +58,44 @@ Status gemv(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, cud
 
 /// Rewrites a Q4_0 matrix [n_out][n_in] from ggml's 18-byte blocks (`src`, device) into the
 /// split layout of gemv_q4_0_split_gpu.cu at `dst` (device, 16-byte aligned, the same byte
-/// count; must not overlap src): all blocks' 16 nibble bytes in (output, block) order, then all
-/// blocks' fp16 scales in the same order. Values are unchanged. Errors: kInvalidInput for
-/// n_in % 32 != 0 or a misaligned dst; kInternal naming a failed launch.
+/// count; must not overlap src): all blocks' 16 nibble bytes (ggml's order) in (output, block)
+/// order, then all blocks' fp16 scales in the same order. Values are unchanged. Errors:
+/// kInvalidInput for n_in % 32 != 0, a misaligned dst or a null pointer; kInternal naming a
+/// failed launch.
 Status repack_q4_0_split(const uint8_t* src, int64_t n_in, int64_t n_out, uint8_t* dst,
                          cudaStream_t stream);
 
 /// The decode GEMV of `gemv` for Q4_0 weights in the split layout (repack_q4_0_split), faster:
-/// each thread block computes 4 outputs with its threads over whole blocks (one 16-byte load
-/// each), each block decoded once per pass of up to 4 rows (more rows take further passes,
-/// re-reading the weights). Per (row, output): acc = fma(d * (q_j - 8), x_j, acc) over each
-/// thread's blocks, then fixed-order warp and cross-warp sums, so a row's bits never depend on
-/// n_rows. w.type must be
-/// kQ4_0, w.data and x 16-byte aligned, n_in % 32 == 0. Errors: kInvalidInput otherwise;
-/// kInternal naming a failed launch.
+/// y[r][o] = sum_i x[r][i] * W[o][i], x [n_rows][w.n_in], y [n_rows][w.n_out] (f32). Up to 8
+/// rows per launch read the weights once (more rows take further launches of up to 8). Each warp
+/// owns a few outputs over the whole row: per (row, output), lane l sums the blocks
+/// b = l, l + warp size, ... in increasing order, s_b = sum_j (q_j - 8) * x_j as one f32 FMA
+/// chain in a fixed value order, acc = fma(d_b, s_b, acc), then a fixed-order warp butterfly. So a
+/// row's bits never depend on n_rows (batch invariance) and equal those of
+/// gemv_q4_0_split_multi and gemv_q4_0_split_swiglu for the same matrix and row.
+/// w.type must be kQ4_0, w.data and x 16-byte aligned, n_in % 32 == 0, n_in and n_out < 2^31,
+/// y must not overlap x. Errors: kInvalidInput otherwise (checked before any launch);
+/// kInternal naming a failed launch. Zero rows or outputs launch nothing.
 Status gemv_q4_0_split(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
                        cudaStream_t stream);
+
+/// gemv_q4_0_split for several matrices that share x (q/k/v, or gate/up): ys[m] [n_rows]
+/// [ws[m].n_out] = x W_m^T, up to 3 matrices per launch (more are launched in groups of 3), the
+/// grid covering every output of every matrix, so small matrices (K/V) no longer leave the GPU
+/// idle or cost a launch each. Results are bit-identical to gemv_q4_0_split on each matrix.
+/// All ws must have the same n_in and satisfy gemv_q4_0_split's conditions; ys.size() ==
+/// ws.size(), no y overlapping x (ys must not overlap each other either; unchecked).
+/// Errors: kInvalidInput (checked before any launch); kInternal naming a failed launch.
+Status gemv_q4_0_split_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
+                             std::span<float* const> ys, cudaStream_t stream);
+
+/// The FFN's gate/up GEMVs and SwiGLU in one launch: out[r][o] = silu(g) * u with
+/// g = (x gate^T)[r][o], u = (x up^T)[r][o], silu(g) = g / (1 + exp(-g)). Bit-identical to
+/// gemv_q4_0_split on gate and on up followed by `swiglu`. gate and up: split Q4_0 matrices of
+/// the same shape (gemv_q4_0_split's conditions); out [n_rows][gate.n_out], must not overlap x.
+/// Errors: kInvalidInput (checked before any launch); kInternal naming a failed launch.
+Status gemv_q4_0_split_swiglu(const WeightMatrix& gate, const WeightMatrix& up, const float* x,
+                              int64_t n_rows, float* out, cudaStream_t stream);
 
 /// Decodes all of `w` to fp16 bits: out [w.n_out][w.n_in] (for prefill GEMMs through BLAS).
 /// Values beyond the fp16 range become +-inf (round-to-nearest-even).

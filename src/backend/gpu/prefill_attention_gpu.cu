@@ -1,4 +1,6 @@
-// Causal prefill attention over the paged cache, tiled as in FlashAttention (Dao et al. 2022)
+// Causal prefill attention over the paged cache: the dispatch of gpu::prefill_attention between
+// the tensor-core kernel (F16 caches, prefill_attention_mma_gpu.cu) and the f32 SIMT kernel below
+// (every cache type), and the SIMT kernel itself, tiled as in FlashAttention (Dao et al. 2022)
 // with the online softmax of Milakov & Gimelshein 2018.
 //
 // A thread block owns kRows query rows of one query head of one sequence. It walks the keys
@@ -9,12 +11,14 @@
 //   reduce with two shuffles), P = 2^(S - m) to shared memory, then O = O * 2^(m_old - m) + P V
 //   (each thread: one row, D / kThreadsPerRow dims). Scores are in the log2 domain (q
 //   pre-multiplied by scale * log2(e)).
-// Tensor-core MMA tiles are for the performance part of the backend; this version uses f32 FMAs.
+// Quantized caches are dequantized with the CPU's arithmetic and every sum is in f32, so this
+// kernel is the one that matches the CPU to f32 rounding on any cache type; it also serves HIP.
 #include <cmath>
 
 #include "backend/gpu/attention_ops.h"
 #include "backend/gpu/gpu_status.h"
 #include "backend/gpu/kv_access.h"
+#include "backend/gpu/prefill_attention_mma.h"
 
 namespace novaserve::gpu {
 namespace {
@@ -155,9 +159,8 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs a) {
 
 }  // namespace
 
-Status prefill_attention(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
-                         const AttentionShape& shape, int32_t max_new_per_seq, float* out,
-                         cudaStream_t stream) {
+Status check_prefill_attention(const PagedKvLayer& kv, const PagedKvBatch& batch,
+                               const AttentionShape& shape, int32_t max_new_per_seq) {
   NOVASERVE_RETURN_IF_ERROR(check_paged_attention("prefill_attention", kv, batch, shape));
   if (max_new_per_seq < 1) {
     return Err(ErrorCode::kInvalidInput, "gpu::prefill_attention: max_new_per_seq must be >= 1");
@@ -165,6 +168,13 @@ Status prefill_attention(const float* q, const PagedKvLayer& kv, const PagedKvBa
   if (shape.n_head > 65535) {
     return Err(ErrorCode::kInvalidInput, "gpu::prefill_attention: n_head over 65535");
   }
+  return {};
+}
+
+Status prefill_attention_simt(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
+                              const AttentionShape& shape, int32_t max_new_per_seq, float* out,
+                              cudaStream_t stream) {
+  NOVASERVE_RETURN_IF_ERROR(check_prefill_attention(kv, batch, shape, max_new_per_seq));
   if (batch.batch == 0) return {};
   const PrefillArgs args{q,
                          out,
@@ -182,6 +192,18 @@ Status prefill_attention(const float* q, const PagedKvLayer& kv, const PagedKvBa
         <<<grid, kThreads, 0, stream>>>(args);
   });
   return launch_status("prefill_attention_kernel");
+}
+
+Status prefill_attention(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
+                         const AttentionShape& shape, int32_t max_new_per_seq, float* out,
+                         cudaStream_t stream) {
+  // Checked before the device query, so bad arguments and empty batches need no GPU.
+  NOVASERVE_RETURN_IF_ERROR(check_prefill_attention(kv, batch, shape, max_new_per_seq));
+  if (batch.batch == 0) return {};
+  if (prefill_attention_mma_supported(kv.type, shape.head_dim)) {
+    return prefill_attention_mma(q, kv, batch, shape, max_new_per_seq, out, stream);
+  }
+  return prefill_attention_simt(q, kv, batch, shape, max_new_per_seq, out, stream);
 }
 
 }  // namespace novaserve::gpu

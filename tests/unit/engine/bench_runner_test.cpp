@@ -46,6 +46,10 @@ TEST(BenchRunnerTest, TinyGridMeasuresEveryPoint) {
   // 1 token rows: gen - 1 gaps per sequence, so the mean ITL times (gen - 1) is at most the
   // time from the first to the last token.
   EXPECT_LE((*r)[0].itl_mean_s * 3, (*r)[0].wall_s);
+  // One sequence: its generation phase starts at its first token, so both rates count the
+  // same gen - 1 tokens over the same time.
+  EXPECT_NEAR((*r)[0].decode_phase_tok_s, (*r)[0].decode_tok_s, 1e-9 * (*r)[0].decode_tok_s);
+  EXPECT_GT((*r)[1].decode_phase_tok_s, 0);
 
   auto bad = run_bench(gguf, **tok, o, {{0, 8, 4}}, {});
   EXPECT_FALSE(bad.ok());
