@@ -33,7 +33,8 @@ struct GemmQ4_0MmaPlan {
 /// The plan of gemm_q4_0_mma for `w` and `n_rows` on the current device. It depends on
 /// (n_in, n_out, the device) for k_splits and outs_per_block, and on n_rows only for
 /// padded_rows, so a row's result never depends on how many rows share the call.
-/// Errors: kUnsupported (HIP build, w.type not Q4_0, a device older than sm_80);
+/// Errors: kUnsupported (HIP build, w.type not Q4_0, a device older than sm_80, or one whose
+/// shared memory per block is smaller than the plan needs, e.g. sm_86/sm_89 for 16+ rows);
 /// kInvalidInput (n_rows outside 1..64, n_in not a positive multiple of 128, n_out < 1,
 /// w.data not 16-byte aligned); kInternal (a failed device query).
 Result<GemmQ4_0MmaPlan> gemm_q4_0_mma_plan(const WeightMatrix& w, int64_t n_rows);
@@ -53,8 +54,8 @@ bool gemm_q4_0_mma_supported(const WeightMatrix& w, int64_t n_rows);
 /// thread-block cluster, so there is no workspace). x must be 16-byte aligned; x and y must
 /// not overlap. n_rows == 0 is a no-op. The first call of each kernel variant raises its shared
 /// memory limit on the current device only (one device per process).
-/// Errors: those of gemm_q4_0_mma_plan; kInvalidInput for a misaligned x; kInternal naming
-/// a failed launch.
+/// Errors: those of gemm_q4_0_mma_plan; kInvalidInput for a null pointer or a misaligned x;
+/// kInternal naming a failed launch.
 Status gemm_q4_0_mma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
                      cudaStream_t stream);
 

@@ -476,9 +476,8 @@ Result<GemmQ4_0MmaPlan> gemm_q4_0_mma_plan(const WeightMatrix& w, int64_t n_rows
                "gpu::gemm_q4_0_mma: needs n_in a positive multiple of 128 and n_out >= 1 (got " +
                    std::to_string(w.n_in) + " x " + std::to_string(w.n_out) + ")");
   }
-  if (w.data == nullptr || reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
-    return Err(ErrorCode::kInvalidInput,
-               "gpu::gemm_q4_0_mma: weights must be non-null and 16-byte aligned");
+  if (reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
+    return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_mma: weights must be 16-byte aligned");
   }
   auto limits = device_limits();
   if (!limits.ok()) return limits.error();
@@ -522,9 +521,10 @@ Status gemm_q4_0_mma(const WeightMatrix& w, const float* x, int64_t n_rows, floa
   if (n_rows == 0) return {};
   const auto plan = gemm_q4_0_mma_plan(w, n_rows);
   if (!plan.ok()) return plan.error();
-  if (x == nullptr || y == nullptr || reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+  if (w.data == nullptr || x == nullptr || y == nullptr ||
+      reinterpret_cast<uintptr_t>(x) % 16 != 0) {
     return Err(ErrorCode::kInvalidInput,
-               "gpu::gemm_q4_0_mma: x and y must be non-null, x 16-byte aligned");
+               "gpu::gemm_q4_0_mma: weights, x and y must be non-null, x 16-byte aligned");
   }
   const GemmQ4_0MmaPlan& p = plan.value();
   const int rows = static_cast<int>(n_rows);
