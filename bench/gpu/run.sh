@@ -31,7 +31,15 @@
 # of a GPU count as passed on a machine without one, and as a failure where nvidia-smi lists a
 # GPU (the runtime could not use it).
 set -u
-OUT=${1:?usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth] [--models "PRESET ..."] [--no-tests]}
+usage() {
+  echo "usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]" \
+    "[--models \"PRESET ...\"] [--no-tests]" >&2
+  exit 2
+}
+case "${1:-}" in
+  "" | -*) usage ;;  # also -h/--help: OUTDIR comes first
+esac
+OUT=$1
 shift
 SYNTH=0
 E2E=0
@@ -48,10 +56,12 @@ while [ $# -gt 0 ]; do
     --serve) SERVE=1 ;;
     --no-tests) TESTS=0 ;;
     --models)
-      BENCH_MODELS=${2:?run.sh: --models needs a list of presets}
+      [ $# -ge 2 ] || usage
+      BENCH_MODELS=$2
       shift
       ;;
     --model)
+      [ $# -ge 2 ] || usage
       MODEL=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
       shift
       ;;

@@ -114,7 +114,7 @@ int run(const BenchFlags& f) {
   auto results = run_bench(gguf, **tok, o, points, [](const BenchResult& r) {
     std::fprintf(stderr,
                  "  batch %d prompt %d: prefill %.1f tok/s, TTFT max %.1f ms, decode %.1f tok/s "
-                 "(%.1f per sequence; generation phase %.1f), ITL %.2f ms\n",
+                 "(%.1f per sequence; decode phase %.1f), ITL %.2f ms\n",
                  r.point.batch, r.point.prompt, r.prefill_tok_s, 1e3 * r.ttft_max_s, r.decode_tok_s,
                  r.decode_tok_s_per_seq, r.decode_phase_tok_s, 1e3 * r.itl_mean_s);
   });
@@ -136,7 +136,7 @@ int run(const BenchFlags& f) {
       {"device", f.device.device},
       {"date", utc_now()},
       {"threads", std::to_string(f.threads)},
-      {"activations", is_gpu_device(f.device) || f.exact ? "f32" : "q8"},
+      {"activations", f.exact ? "f32" : "q8"},
       {"kv_cache_dtype", std::string(ggml_type_traits(kv_type.value()).name)}};
   if (!f.csv.empty() && !write_file(f.csv, bench_csv(*results))) {
     return fail("cannot write --csv " + f.csv);

@@ -169,10 +169,7 @@ int run_generate(const GenerateOptions& o) {
                "novaserve generate: %s, %s\n"
                "  prompt:     %lld tokens in %.1f ms (%.1f tok/s)\n"
                "  generation: %lld tokens, %lld decode steps in %.1f ms (%.1f tok/s)\n",
-               model.describe().c_str(),
-               is_gpu_device(o.device) ? "f32 activations"
-               : o.exact               ? "exact"
-                                       : "fast (q8 activations)",
+               model.describe().c_str(), o.exact ? "exact" : "fast (q8 activations)",
                static_cast<long long>(n_prompt), prefill_s * 1e3, n_prompt / prefill_s,
                static_cast<long long>(n_generated), static_cast<long long>(n_decode_steps),
                decode_s * 1e3, n_decode_steps > 0 ? n_decode_steps / decode_s : 0.0);

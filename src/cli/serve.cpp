@@ -95,8 +95,10 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->capture_default_str();
   cmd.add_option("--threads,-t", f.threads, "CPU threads for the model (0 = all cores)")
       ->capture_default_str();
-  cmd.add_flag("--exact", f.exact,
-               "CPU: f32 activations (slower; default: 8-bit activations). GPUs always use f32");
+  cmd.add_flag(
+      "--exact", f.exact,
+      "f32 activations (slower; default: 8-bit activations; on a GPU the 8-bit mode covers Q4_0 "
+      "decode GEMVs)");
   add_device_flags(cmd, f.device, /*with_memory_utilization=*/true);
 }
 

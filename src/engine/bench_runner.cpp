@@ -177,7 +177,10 @@ std::vector<std::pair<int32_t, int32_t>> recommend_batches(const std::vector<Ben
       out.emplace_back(r.point.prompt, 0);
       it = out.end() - 1;
     }
-    if (r.itl_mean_s <= slo_itl_s) it->second = std::max(it->second, r.point.batch);
+    // A point with one generated token measured no ITL (0): it says nothing about the SLO.
+    if (r.itl_mean_s > 0 && r.itl_mean_s <= slo_itl_s) {
+      it->second = std::max(it->second, r.point.batch);
+    }
   }
   return out;
 }

@@ -59,7 +59,8 @@ Result<std::vector<BenchResult>> run_bench(
     const std::function<void(const BenchResult&)>& on_result);
 
 /// The largest batch per prompt length whose mean ITL is <= slo_itl_s: pairs (prompt, batch),
-/// batch 0 when no measured batch meets it. The seed's grid search, automated.
+/// batch 0 when no measured batch meets it (points without an ITL, gen 1, never do). The seed's
+/// grid search, automated.
 std::vector<std::pair<int32_t, int32_t>> recommend_batches(const std::vector<BenchResult>& results,
                                                            double slo_itl_s);
 

@@ -73,6 +73,10 @@ TEST(BenchReportTest, RecommendsTheLargestBatchMeetingTheSlo) {
   ASSERT_EQ(rec.size(), 2u);
   EXPECT_EQ(rec[0], std::make_pair(128, 8));
   EXPECT_EQ(rec[1], std::make_pair(2048, 0));  // none meets it
+  // A point that measured no ITL (one generated token) meets no SLO.
+  const auto none = recommend_batches({result(4, 16, 100, 0.0)}, 0.050);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0], std::make_pair(16, 0));
 }
 
 TEST(BenchReportTest, FormatsHaveOneRowPerPoint) {
