@@ -10,15 +10,21 @@
 namespace novaserve {
 
 void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilization) {
+  // Runs for each value given on the command line (not for defaults).
+  const auto given = [&f](const std::string&) { f.gpu_flags_given = true; };
   cmd.add_option("--device", f.device, "backend: cpu, cuda or hip")->capture_default_str();
-  cmd.add_option("--gpu", f.gpu, "GPU ordinal for --device cuda/hip")->capture_default_str();
+  cmd.add_option("--gpu", f.gpu, "GPU ordinal for --device cuda/hip")
+      ->capture_default_str()
+      ->each(given);
   cmd.add_flag("--no-graphs", f.no_graphs,
-               "launch GPU decode steps kernel by kernel instead of replaying CUDA/HIP graphs");
+               "launch GPU decode steps kernel by kernel instead of replaying CUDA/HIP graphs")
+      ->each(given);
   if (with_memory_utilization) {
     cmd.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
                    "share of GPU memory for weights, workspaces and KV cache; the KV pool gets "
                    "the rest")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->each(given);
   }
 }
 
@@ -43,7 +49,14 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f) {
   if (!(f.gpu_memory_utilization > 0.0 && f.gpu_memory_utilization <= 1.0)) {
     return Err(ErrorCode::kInvalidInput, "--gpu-memory-utilization must be in (0, 1]");
   }
-  if (f.device == "cpu") return RunnerFactory{};
+  if (f.device == "cpu") {
+    if (f.gpu_flags_given) {
+      return Err(ErrorCode::kInvalidInput,
+                 "--gpu, --no-graphs and --gpu-memory-utilization apply to --device cuda or hip "
+                 "only (this run uses the CPU)");
+    }
+    return RunnerFactory{};
+  }
 #if defined(NOVASERVE_WITH_GPU)
   if (f.device == gpu::gpu_vendor()) {
     const gpu::GpuRunnerOptions options{static_cast<int>(f.gpu), !f.no_graphs};

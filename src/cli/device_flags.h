@@ -21,6 +21,8 @@ struct DeviceFlags {
   int64_t gpu = 0;
   bool no_graphs = false;
   double gpu_memory_utilization = 0.90;
+  /// Whether --gpu, --no-graphs or --gpu-memory-utilization appeared on the command line.
+  bool gpu_flags_given = false;
 };
 
 /// Adds --device, --gpu and --no-graphs, plus --gpu-memory-utilization when
@@ -39,8 +41,9 @@ Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string&
 
 /// The runner factory of --device: empty for cpu (the engine's default CPU runner), the GPU
 /// runner for cuda/hip. Errors: kInvalidInput for an unknown device, a negative --gpu, a
-/// --gpu-memory-utilization outside (0, 1], or a GPU backend this binary was built without
-/// (naming the CMake preset that builds it).
+/// --gpu-memory-utilization outside (0, 1], GPU-only flags with --device cpu (they would do
+/// nothing), or a GPU backend this binary was built without (naming the CMake preset that builds
+/// it).
 Result<RunnerFactory> device_runner_factory(const DeviceFlags& f);
 
 }  // namespace novaserve

@@ -39,6 +39,16 @@ for bad in 0 1.5 -0.2 lots; do
     --gpu-memory-utilization "$bad"
 done
 
+# GPU-only flags would do nothing on the CPU: refused, naming them.
+for flag in "--gpu 1" "--no-graphs" "--gpu-memory-utilization 0.5"; do
+  # shellcheck disable=SC2086
+  expect_exit2 "bench: $flag with --device cpu" "$BIN" bench --model "$MODEL" --batch 1 \
+    --prompt 4 --gen 2 $flag &&
+    { grep -q "apply to --device cuda or hip" "$TMP/err" || fail "bench $flag: message"; }
+done
+expect_exit2 "generate: --no-graphs with --device cpu" "$BIN" generate --model "$MODEL" \
+  --prompt hi -n 2 --device cpu --no-graphs
+
 # --device cpu (and the auto KV type) still generate.
 "$BIN" generate --model "$MODEL" --prompt "The capital of France is" -n 4 -t 0 --device cpu \
   --kv-cache-dtype auto >"$TMP/out" 2>"$TMP/err" || fail "generate --device cpu exited $?"
