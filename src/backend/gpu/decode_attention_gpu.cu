@@ -62,7 +62,6 @@ constexpr int kMinOccupancy = kBlocksPerSm;
 constexpr int kMaxHeads = 4;
 constexpr int kCombineThreads = 256;
 constexpr int kCombineWarps = kCombineThreads / kWarpSize;
-constexpr float kLog2e = 1.4426950408889634f;
 // Plan limits: a split below kMinChunk keys costs more in fixed work (q, merge, partial write
 // and combine) than it saves; kMaxSplits bounds the combine's work when the unsplit grid is
 // tiny (e.g. MQA at batch 1).

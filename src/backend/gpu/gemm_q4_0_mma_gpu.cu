@@ -40,6 +40,7 @@
 #include "backend/gpu/gemm_q4_0_mma.h"
 #include "backend/gpu/gpu_status.h"
 #include "backend/gpu/mma_sm80.h"
+#include "backend/gpu/q4_0_split.h"
 
 #if !defined(NOVASERVE_GPU_HIP)
 #include <cooperative_groups.h>
@@ -67,8 +68,8 @@ Status gemm_q4_0_mma(const WeightMatrix& w, const float* x, int64_t n_rows, floa
 
 namespace {
 
-constexpr int kQ4Block = 32;        // inputs per Q4_0 block
-constexpr int kNibbleBytes = 16;    // nibble bytes per block
+constexpr int kQ4Block = 32;  // inputs per Q4_0 block
+constexpr int kNibbleBytes = static_cast<int>(kQ4_0SplitNibbleBytes);
 constexpr int kBlocksPerStage = 4;  // blocks per output row per stage: one per lane of a quad
 constexpr int kStageK = kBlocksPerStage * kQ4Block;
 static_assert(kStageK == kGemmQ4_0MmaInMultiple);
@@ -79,11 +80,8 @@ constexpr int kStages = 6;  // 6 x 18 KB of weights (256 outputs) + activations:
 constexpr int kMinStagesPerSplit = 2;
 constexpr int kMaxSplits = 8;  // the portable cluster size
 
-// ---- Split layout (gemv_q4_0_split_gpu.cu) ----------------------------------------------------
-// A matrix of n_out rows of n_blocks Q4_0 blocks: all blocks' 16 nibble bytes in (output, block)
-// order, then all blocks' fp16 scales in the same order. These two functions are this file's only
-// places that know where a block lives (the GEMVs, gemv_q4_0_split_gpu.cu and
-// gemv_q4_0_q8_gpu.cu, compute the same offsets).
+// ---- Split layout (q4_0_split.h) ---------------------------------------------------------------
+// These two functions are this file's only places that know where a block lives.
 
 // The 16 nibble bytes of block b of output o (16-byte aligned).
 __device__ __forceinline__ const uint8_t* block_nibbles(const uint8_t* w, int64_t n_blocks,
@@ -95,7 +93,7 @@ __device__ __forceinline__ const uint8_t* block_nibbles(const uint8_t* w, int64_
 // n_blocks are multiples of 4).
 __device__ __forceinline__ const uint8_t* block_scale(const uint8_t* w, int64_t n_out,
                                                       int64_t n_blocks, int64_t o, int64_t b) {
-  return w + n_out * n_blocks * kNibbleBytes + (o * n_blocks + b) * 2;
+  return w + q4_0_split_scales_offset(n_out, n_blocks) + (o * n_blocks + b) * 2;
 }
 
 // ---- k order inside a block -------------------------------------------------------------------
@@ -476,7 +474,7 @@ Result<GemmQ4_0MmaPlan> gemm_q4_0_mma_plan(const WeightMatrix& w, int64_t n_rows
                "gpu::gemm_q4_0_mma: needs n_in a positive multiple of 128 and n_out >= 1 (got " +
                    std::to_string(w.n_in) + " x " + std::to_string(w.n_out) + ")");
   }
-  if (reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
+  if (!aligned16(w.data)) {
     return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_mma: weights must be 16-byte aligned");
   }
   auto limits = device_limits();
@@ -521,8 +519,7 @@ Status gemm_q4_0_mma(const WeightMatrix& w, const float* x, int64_t n_rows, floa
   if (n_rows == 0) return {};
   const auto plan = gemm_q4_0_mma_plan(w, n_rows);
   if (!plan.ok()) return plan.error();
-  if (w.data == nullptr || x == nullptr || y == nullptr ||
-      reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+  if (w.data == nullptr || x == nullptr || y == nullptr || !aligned16(x)) {
     return Err(ErrorCode::kInvalidInput,
                "gpu::gemm_q4_0_mma: weights, x and y must be non-null, x 16-byte aligned");
   }

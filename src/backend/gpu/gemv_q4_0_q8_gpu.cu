@@ -16,6 +16,7 @@
 
 #include "backend/gpu/gemv_q4_0_q8.h"
 #include "backend/gpu/gpu_status.h"
+#include "backend/gpu/q4_0_split.h"
 
 namespace novaserve::gpu {
 namespace {
@@ -253,10 +254,6 @@ void launch(const Args& a, int64_t n_rows, cudaStream_t stream) {
   }
 }
 
-bool aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
-
 }  // namespace
 
 size_t act_q8_bytes(int64_t rows, int64_t n_in) {
@@ -336,7 +333,8 @@ Status gemv_q4_0_q8(std::span<const WeightMatrix> ws, const ActQ8& x, int64_t n_
     const WeightMatrix& w = ws[i];
     const auto* base = static_cast<const uint8_t*>(w.data);
     a.m[i].nibbles = reinterpret_cast<const uint4*>(base);
-    a.m[i].scales = reinterpret_cast<const unsigned short*>(base + w.n_out * (n_in / kQk) * 16);
+    a.m[i].scales = reinterpret_cast<const unsigned short*>(
+        base + q4_0_split_scales_offset(w.n_out, n_in / kQk));
     a.m[i].y = ys[i];
     a.m[i].n_out = static_cast<int32_t>(w.n_out);
     a.m[i].group_begin = groups;

@@ -1,14 +1,7 @@
 // Q4_0 weights repacked at load into a split layout for coalesced decode GEMVs, and the GEMVs over
 // it: one matrix, several matrices that share x in one launch, and gate/up fused with SwiGLU.
 //
-// Layout (repack_q4_0_split; the same bytes as ggml's 18-byte blocks, rearranged):
-//   [n_out][n_blocks] x 16 bytes of nibbles  (16-byte aligned: one 16-byte load per block)
-//   [n_out][n_blocks] x fp16 scales
-// ggml's blocks are only 2-byte aligned, so a warp reading one block per lane issued nine
-// 2-byte loads that each touched 18 sectors (about a fifth of the H200's bandwidth). Here lanes
-// reading consecutive blocks move 512 contiguous bytes per warp. The 16 nibble bytes keep ggml's
-// order (value j < 16 is the low nibble of byte j, value j + 16 its high nibble; a value is
-// d * (q - 8)), which gemm_q4_0_mma_gpu.cu also reads.
+// Layout: q4_0_split.h. Lanes reading consecutive blocks move 512 contiguous bytes per warp.
 //
 // Arithmetic (the same for every variant and row count; kWarpSize is the vendor's): for row r and
 // output o, lane l of a warp takes the blocks b = l, l + kWarpSize, ... in increasing order; per
@@ -31,13 +24,14 @@
 
 #include "backend/gpu/gpu_ops.h"
 #include "backend/gpu/gpu_status.h"
+#include "backend/gpu/q4_0_split.h"
 
 namespace novaserve::gpu {
 namespace {
 
 constexpr int kQ4Block = 32;       // values per block
 constexpr int kQ4BlockBytes = 18;  // ggml's block_q4_0: fp16 d, then 16 nibble bytes
-constexpr int kNibbleBytes = 16;
+constexpr int64_t kNibbleBytes = kQ4_0SplitNibbleBytes;
 constexpr int kThreads = 128;  // a multiple of kWarpSize for both vendors
 constexpr int kWarpsPerBlock = kThreads / kWarpSize;
 constexpr int kMaxRowsPerPass = 8;  // rows per launch; more rows take further passes
@@ -49,7 +43,8 @@ __global__ void repack_q4_0_kernel(const uint8_t* src, int64_t n_blocks_total, u
   if (i >= n_blocks_total) return;
   const uint8_t* s = src + i * kQ4BlockBytes;
   uint8_t* qs = dst + i * kNibbleBytes;
-  auto* d = reinterpret_cast<unsigned short*>(dst + n_blocks_total * kNibbleBytes) + i;
+  auto* d =
+      reinterpret_cast<unsigned short*>(dst + q4_0_split_scales_offset(n_blocks_total, 1)) + i;
   *d = static_cast<unsigned short>(s[0] | (s[1] << 8));
 #pragma unroll
   for (int k = 0; k < kNibbleBytes; ++k) qs[k] = s[2 + k];
@@ -233,8 +228,9 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t o = o0 + i % kOuts;
     const int64_t row = o < n_out ? o : n_out - 1;  // past n_out: computed, never stored
     nibbles[i] = reinterpret_cast<const uint4*>(mat) + row * n_blocks + lane;
-    scales[i] = reinterpret_cast<const unsigned short*>(mat + n_out * n_blocks * kNibbleBytes) +
-                row * n_blocks + lane;
+    scales[i] =
+        reinterpret_cast<const unsigned short*>(mat + q4_0_split_scales_offset(n_out, n_blocks)) +
+        row * n_blocks + lane;
   }
   x += lane * kQ4Block;
 
@@ -341,8 +337,7 @@ Status check_gemv(const char* fn, const WeightMatrix& w, int64_t n_in, const flo
                    "below 2^31)");
   }
   if (n_rows == 0 || w.n_out == 0) return {};
-  if (w.data == nullptr || x == nullptr || y == nullptr ||
-      reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w.data) % 16 != 0) {
+  if (w.data == nullptr || x == nullptr || y == nullptr || !aligned16(x) || !aligned16(w.data)) {
     return Err(ErrorCode::kInvalidInput,
                name + "weights and x must be non-null and 16-byte aligned, y non-null");
   }
@@ -360,7 +355,7 @@ Status repack_q4_0_split(const uint8_t* src, int64_t n_in, int64_t n_out, uint8_
   if (n_in < 0 || n_out < 0 || n_in % kQ4Block != 0) {
     return Err(ErrorCode::kInvalidInput, "gpu::repack_q4_0_split: n_in must be a multiple of 32");
   }
-  if (reinterpret_cast<uintptr_t>(dst) % 16 != 0) {
+  if (!aligned16(dst)) {
     return Err(ErrorCode::kInvalidInput, "gpu::repack_q4_0_split: dst must be 16-byte aligned");
   }
   const int64_t total = n_out * (n_in / kQ4Block);

@@ -81,7 +81,7 @@ class GpuLlamaRunner final : public ModelRunner {
   };
 
   GpuLlamaRunner() = default;
-  // Rewrites every Q4_0 matrix into the split layout of gemv_q4_0_split (gpu_ops.h), in place
+  // Rewrites every Q4_0 matrix into the split layout (q4_0_split.h), in place
   // in the arena (a tied output: into a copy).
   Status repack_q4_0();
   // Grows every buffer to the given limits (allocating; outside the steady state).

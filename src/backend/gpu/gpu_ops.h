@@ -57,7 +57,7 @@ Status swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim, f
 Status gemv(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, cudaStream_t stream);
 
 /// Rewrites a Q4_0 matrix [n_out][n_in] from ggml's 18-byte blocks (`src`, device) into the
-/// split layout of gemv_q4_0_split_gpu.cu at `dst` (device, 16-byte aligned, the same byte
+/// split layout of q4_0_split.h at `dst` (device, 16-byte aligned, the same byte
 /// count; must not overlap src): all blocks' 16 nibble bytes (ggml's order) in (output, block)
 /// order, then all blocks' fp16 scales in the same order. Values are unchanged. Errors:
 /// kInvalidInput for n_in % 32 != 0, a misaligned dst or a null pointer; kInternal naming a

@@ -36,6 +36,10 @@ constexpr int paged_kv_row_bytes(GgmlType type, int head_dim) {
 template <GgmlType T, int D>
 inline constexpr int kKvRowBytes = paged_kv_row_bytes(T, D);
 
+/// log2(e): the attention kernels keep scores in the log2 domain (q pre-multiplied by
+/// scale * log2(e)) so that exp2f computes the softmax's exponentials.
+inline constexpr float kLog2e = 1.4426950408889634f;
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 
 /// Byte i (0 <= i < N) of the N bytes at p, with N / 2 two-byte loads into w first (p is

@@ -28,7 +28,6 @@ constexpr int kRows = 32;  // query rows per block
 constexpr int kKeys = 32;  // key positions per tile
 constexpr int kThreadsPerRow = kThreads / kRows;
 constexpr int kColsPerThread = kKeys / kThreadsPerRow;
-constexpr float kLog2e = 1.4426950408889634f;
 static_assert(kThreads % kRows == 0 && kKeys % kThreadsPerRow == 0, "tile shape");
 // A row's threads must be adjacent lanes of one warp for the shuffle reductions.
 static_assert(kWarpSize % kThreadsPerRow == 0 && (kThreadsPerRow & (kThreadsPerRow - 1)) == 0,

@@ -72,7 +72,6 @@ constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kRows = kWarps * 16;  // M-rows per thread block: one m16 tile per warp
 constexpr int kKeys = 64;           // key positions per tile
 constexpr int kNTiles = kKeys / 8;  // n8 tiles of S per warp
-constexpr float kLog2e = 1.4426950408889634f;
 static_assert(kKeys <= kThreads, "one thread per key looks up a tile's pool offsets");
 // Resident blocks per multiprocessor the register budget is made for: head_dim 128 needs ~230
 // registers without spills (O 64, S 32, Q 32 per lane, plus K/V fragments in flight), so 2
@@ -427,7 +426,7 @@ Status prefill_attention_mma(const float* q, const PagedKvLayer& kv, const Paged
                    std::string(ggml_type_traits(kv.type).name) + ", head_dim " +
                    std::to_string(shape.head_dim) + ")");
   }
-  if (reinterpret_cast<uintptr_t>(kv.k) % 16 != 0 || reinterpret_cast<uintptr_t>(kv.v) % 16 != 0) {
+  if (!aligned16(kv.k) || !aligned16(kv.v)) {
     return Err(ErrorCode::kInvalidInput,
                "gpu::prefill_attention_mma: K/V pools must be 16-byte aligned");
   }

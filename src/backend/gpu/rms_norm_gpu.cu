@@ -102,10 +102,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-bool aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
-
 }  // namespace
 
 Status add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows, int64_t dim,

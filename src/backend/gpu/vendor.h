@@ -8,6 +8,8 @@
 // version); the HIP porting guide's table of CUDA -> HIP names.
 #pragma once
 
+#include <cstdint>
+
 #if defined(__HIPCC__) || defined(NOVASERVE_GPU_HIP)
 #define NOVASERVE_GPU_HIP 1
 #include <hip/hip_fp16.h>
@@ -153,6 +155,11 @@ __device__ __forceinline__ float bf16_bits_to_float(unsigned short bits) {
 }
 
 #endif  // __CUDACC__ || __HIPCC__
+
+/// Whether p is 16-byte aligned (the launchers' check for 16-byte vector loads).
+inline bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
 
 /// Instantiates a captured graph (signatures of cudaGraphInstantiate differ between CUDA 12+
 /// and HIP; the WithFlags form is the same in both).
