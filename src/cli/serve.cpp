@@ -23,6 +23,7 @@ struct EngineFlags {
   int64_t max_model_len = 0;
   bool enable_prefix_caching = true;
   int64_t batch_wait_ms = 0;
+  double max_step_ms = 0.0;
   int64_t threads = 0;
   bool exact = false;
   std::string kv_cache_dtype = "auto";
@@ -44,6 +45,11 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   NOVASERVE_RETURN_IF_ERROR(in_range("--max-model-len", f.max_model_len, 0, INT32_MAX));
   NOVASERVE_RETURN_IF_ERROR(in_range("--batch-wait-ms", f.batch_wait_ms, 0, 60000));
   NOVASERVE_RETURN_IF_ERROR(in_range("--threads", f.threads, 0, 1024));
+  if (!(f.max_step_ms >= 0.0 && f.max_step_ms <= 3.6e6)) {
+    return Err(ErrorCode::kInvalidInput,
+               "--max-step-ms must be in [0, 3600000] (0 = automatic; got " +
+                   std::to_string(f.max_step_ms) + ")");
+  }
   const auto kv_type = resolve_kv_cache_dtype(f.device, f.kv_cache_dtype);
   if (!kv_type.ok()) return kv_type.error();
   auto make_runner = device_runner_factory(f.device);
@@ -60,6 +66,7 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   o.scheduler.max_model_len = static_cast<int32_t>(f.max_model_len);
   o.scheduler.enable_prefix_caching = f.enable_prefix_caching;
   o.batch_wait = std::chrono::milliseconds(f.batch_wait_ms);
+  o.scheduler.max_step_ms = f.max_step_ms;
   o.n_threads = static_cast<int>(f.threads);
   o.act_quant = f.exact ? ActQuant::kNone : ActQuant::kQ8;
   o.make_runner = std::move(make_runner.value());
@@ -92,6 +99,10 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                "share KV blocks of identical prompt prefixes (on by default)");
   cmd.add_option("--batch-wait-ms", f.batch_wait_ms,
                  "when idle, wait this long for more requests before the first step")
+      ->capture_default_str();
+  cmd.add_option("--max-step-ms", f.max_step_ms,
+                 "time target (ms) of a step with running decodes: prompt chunks are cut to keep "
+                 "it (0 = 0.8 x --slo-itl-p95 when set, else 4 x the decode-only step time)")
       ->capture_default_str();
   cmd.add_option("--threads,-t", f.threads, "CPU threads for the model (0 = all cores)")
       ->capture_default_str();
@@ -126,7 +137,13 @@ void register_serve(CLI::App& app, int& exit_code) {
       exit_code = fail(engine.error().message);
       return;
     }
-    const EngineOptions eo = engine.value();
+    EngineOptions eo = engine.value();
+    eo.scheduler.max_queue_time = serve->max_queue_time;
+    // The ITL SLO sets the step-time target unless --max-step-ms did; 0.8 leaves room for
+    // sampling, output and the spread of step times around the cost model's prediction.
+    if (eo.scheduler.max_step_ms == 0.0 && serve->slo.itl_p95.count() > 0) {
+      eo.scheduler.max_step_ms = 0.8 * static_cast<double>(serve->slo.itl_p95.count());
+    }
     exit_code = run_serve(serve.value(),
                           [eo](std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer) {
                             return create_engine(std::move(gguf), tokenizer, eo);

@@ -140,8 +140,12 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, PagedKvCache kv,
   masked_logits_.resize(n_vocab_);
   incoming_.reserve(max_seqs);
   inbox_.reserve(max_seqs);
+  scheduler_->set_cost_model(&cost_model_);
+  calibrate();
   stats_.kv_blocks_total = kv_.num_blocks();
   stats_.kv_blocks_free = kv_.num_blocks();
+  stats_.max_num_seqs = max_seqs;
+  publish_stats();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -176,6 +180,7 @@ Status Engine::submit(EngineRequest request) {
   auto seq = std::make_unique<Sequence>(std::move(request), n_vocab_, block_size_);
   {
     std::lock_guard<std::mutex> lk(mu_);
+    inbox_prompt_tokens_ += seq->num_prompt_tokens();
     inbox_.push_back(std::move(seq));
   }
   cv_.notify_one();
@@ -190,6 +195,7 @@ EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lk(mu_);
   EngineStats s = stats_;
   s.num_waiting += static_cast<int32_t>(inbox_.size());
+  s.prefill_tokens_pending += inbox_prompt_tokens_;
   return s;
 }
 
@@ -210,6 +216,7 @@ void Engine::run() {
       }
       if (stop_) return;
       inbox_.swap(incoming_);
+      inbox_prompt_tokens_ = 0;
     }
     for (auto& seq : incoming_) {
       // submit() checked admissible() already; checking again here keeps the request (and its
@@ -242,6 +249,16 @@ void Engine::publish_stats() {
   stats_.prefix_cache_queries = ss.prefix_cache_queries;
   stats_.prefix_cache_hits = ss.prefix_cache_hits;
   stats_.kv_blocks_free = pool.num_free();
+  stats_.num_queue_timeouts = ss.num_queue_timeouts;
+  stats_.prefill_tokens_pending = scheduler_->pending_prefill_tokens();
+  if (prefill_seconds_sum_ > 0.0) {
+    stats_.prefill_tokens_per_second = prefill_tokens_sum_ / prefill_seconds_sum_;
+  } else {
+    StepShape chunk;
+    chunk.add(0, 512);
+    const double ms = cost_model_.predict_ms(chunk);
+    stats_.prefill_tokens_per_second = ms > 0.0 ? 512.0 / (ms / 1000.0) : 0.0;
+  }
   stats_.num_steps = num_steps_;
   stats_.step_seconds = step_seconds_;
   stats_.forward_seconds = forward_seconds_;

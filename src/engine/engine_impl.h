@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/paged_kv_cache.h"
 #include "engine/scheduler.h"
+#include "engine/step_cost_model.h"
 #include "model/llama_model.h"
 
 namespace novaserve {
@@ -49,6 +50,15 @@ class Engine final : public EngineClient {
   StepOutput output_for(const Sequence& seq) const;
   // Ends every sequence of `plan` with kError (a failed forward; nothing is committed).
   void fail_plan(const SchedulerPlan& plan, const std::string& message);
+  // Emits the final output of each sequence the scheduler dropped this step (aborted, expired).
+  void emit_dropped(const SchedulerPlan& plan);
+  // Seeds cost_model_ with a few timed forward passes over free KV blocks (docs/engine.md,
+  // "Stall-free chunked prefill"). Runs before the engine thread starts.
+  void calibrate();
+  // Runs one forward of `seqs` `runs` times and feeds the last run's time to the cost model.
+  void calibrate_shape(std::span<const ForwardSeq> seqs, int runs);
+  // Updates the measured prefill rate with a step that computed `prefill_tokens` in `seconds`.
+  void observe_prefill(int64_t prefill_tokens, double seconds);
   void publish_stats();
 
   std::unique_ptr<ModelRunner> model_;
@@ -63,6 +73,10 @@ class Engine final : public EngineClient {
   std::vector<ForwardSeq> forward_seqs_;
   std::vector<float> masked_logits_;
   std::vector<std::unique_ptr<Sequence>> incoming_;
+  LinearStepCostModel cost_model_;
+  // Exponentially weighted sums behind EngineStats::prefill_tokens_per_second.
+  double prefill_tokens_sum_ = 0.0;
+  double prefill_seconds_sum_ = 0.0;
   int64_t num_steps_ = 0;
   double step_seconds_ = 0.0;
   double forward_seconds_ = 0.0;
@@ -70,6 +84,7 @@ class Engine final : public EngineClient {
   mutable std::mutex mu_;  // guards inbox_, stop_ and stats_
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Sequence>> inbox_;
+  int64_t inbox_prompt_tokens_ = 0;  // prompt tokens of inbox_
   bool stop_ = false;
   EngineStats stats_;
   std::thread thread_;

@@ -64,16 +64,45 @@ void Engine::fail_plan(const SchedulerPlan& plan, const std::string& message) {
   }
 }
 
-void Engine::step() {
-  using Clock = std::chrono::steady_clock;
-  const auto t_step = Clock::now();
-  const SchedulerPlan& plan = scheduler_->schedule(t_step);
+void Engine::emit_dropped(const SchedulerPlan& plan) {
   for (const auto& seq : plan.aborted) {
     StepOutput out = output_for(*seq);
     out.finish = FinishReason::kAbort;
     seq->request().on_output(std::move(out));
   }
+  for (const auto& seq : plan.expired) {
+    StepOutput out = output_for(*seq);
+    out.finish = FinishReason::kError;
+    out.error_code = "queue_timeout";
+    out.error = "the request waited longer than --max-queue-time (" +
+                std::to_string(scheduler_->config().max_queue_time.count() / 1000.0) +
+                " s) for a free sequence slot; nothing of it was computed";
+    seq->request().on_output(std::move(out));
+  }
+}
+
+void Engine::observe_prefill(int64_t prefill_tokens, double seconds) {
+  // Only steps after which prompt work is still queued measure the rate at which that queue
+  // drains; a step that emptied it was limited by the work, not by the machine.
+  if (prefill_tokens <= 0 || scheduler_->pending_prefill_tokens() == 0) return;
+  constexpr double kDecay = 0.95;  // per step: the rate follows the last few dozen steps
+  prefill_tokens_sum_ = prefill_tokens_sum_ * kDecay + static_cast<double>(prefill_tokens);
+  prefill_seconds_sum_ = prefill_seconds_sum_ * kDecay + seconds;
+}
+
+void Engine::step() {
+  using Clock = std::chrono::steady_clock;
+  const auto t_step = Clock::now();
+  const SchedulerPlan& plan = scheduler_->schedule(t_step);
+  emit_dropped(plan);
   if (plan.seqs.empty()) return;
+  int64_t prefill_tokens = 0;
+  for (const ScheduledSeq& s : plan.seqs) {
+    // A decode computes the last generated token; everything else is prompt (or recompute).
+    const bool decode = s.num_tokens == 1 && s.pos0 >= s.seq->num_prompt_tokens();
+    if (!decode) prefill_tokens += s.num_tokens;
+  }
+  const StepShape shape = plan.shape;
 
   forward_seqs_.clear();
   for (const ScheduledSeq& s : plan.seqs) {
@@ -122,7 +151,10 @@ void Engine::step() {
     }
   }
   ++num_steps_;
-  step_seconds_ += std::chrono::duration<double>(Clock::now() - t_step).count();
+  const double seconds = std::chrono::duration<double>(Clock::now() - t_step).count();
+  step_seconds_ += seconds;
+  cost_model_.observe(shape, seconds * 1000.0);
+  observe_prefill(prefill_tokens, seconds);
 }
 
 }  // namespace novaserve

@@ -44,9 +44,13 @@ struct StepOutput {
   std::vector<TokenLogprob> top_logprobs;  ///< top `EngineRequest::top_logprobs` alternatives
   std::optional<FinishReason> finish;      ///< set on the request's last output only
   std::string error;                       ///< message when finish == kError
-  int32_t prompt_tokens = 0;               ///< usage: prompt length
-  int32_t cached_prompt_tokens = 0;        ///< prompt tokens served from the prefix cache
-  int32_t generated_tokens = 0;            ///< usage: tokens generated so far, this one included
+  /// With finish == kError, a machine-readable cause when the request was refused rather than
+  /// failed: "queue_timeout" (it waited past --max-queue-time and nothing of it was computed).
+  /// Empty for engine failures.
+  std::string error_code;
+  int32_t prompt_tokens = 0;         ///< usage: prompt length
+  int32_t cached_prompt_tokens = 0;  ///< prompt tokens served from the prefix cache
+  int32_t generated_tokens = 0;      ///< usage: tokens generated so far, this one included
   /// When the engine first scheduled the request (its queue time ends there); the default
   /// (epoch) when not reported. Feeds novaserve_request_queue_time_seconds. [added by the HTTP
   /// server helper]
@@ -84,6 +88,16 @@ struct EngineStats {
   int64_t prefix_cache_hits = 0;     ///< of those, tokens found
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_free = 0;
+  int64_t num_queue_timeouts = 0;  ///< sequences expired by --max-queue-time, never computed
+  /// Prompt tokens queued or being prefilled and not yet computed (waiting, running chunks, and
+  /// submitted requests the engine has not picked up yet).
+  int64_t prefill_tokens_pending = 0;
+  /// Measured prefill throughput (tokens/s) while prompt work was queued: prompt tokens computed
+  /// over the wall time of the steps that computed them, exponentially weighted over recent
+  /// steps that left prompt work pending; before the first such step, the start-up cost model's
+  /// rate for a 512-token chunk. 0 when unknown.
+  double prefill_tokens_per_second = 0.0;
+  int32_t max_num_seqs = 0;      ///< --max-num-seqs (sequence slots); 0 when the engine has none
   int64_t num_steps = 0;         ///< engine steps that ran the model
   double step_seconds = 0.0;     ///< wall time of those steps (plan, forward, sampling, outputs)
   double forward_seconds = 0.0;  ///< of which inside the model's forward pass

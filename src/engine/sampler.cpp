@@ -10,6 +10,27 @@ namespace novaserve {
 
 namespace {
 
+// Per-step scratch of process_logits/select, shared by every Sampler on a thread: a sampler
+// carries no state in it between calls, and one thread samples one row at a time. Sharing it
+// means a request that waits in the queue holds no vocabulary-sized buffers (docs/engine.md,
+// "Memory per request"); each thread sizes it once, to the largest vocabulary it has seen.
+struct Scratch {
+  std::vector<float> work;
+  std::vector<int32_t> cand;
+  std::vector<double> weight;
+};
+thread_local Scratch t_scratch;
+
+Scratch& scratch(int32_t n_vocab) {
+  Scratch& s = t_scratch;
+  if (s.work.size() < static_cast<size_t>(n_vocab)) {
+    s.work.resize(n_vocab);
+    s.cand.resize(n_vocab);
+    s.weight.resize(n_vocab);
+  }
+  return s;
+}
+
 uint64_t initial_seed(const SamplingParams& p) {
   if (p.seed) return *p.seed;
   std::random_device rd;
@@ -22,15 +43,16 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab, std::span<const 
     : params_(params),
       n_vocab_(n_vocab),
       rng_(initial_seed(params)),
-      work_(n_vocab),
-      cand_(n_vocab),
-      weight_(n_vocab),
-      gen_count_(n_vocab, 0),
-      in_prompt_(n_vocab, 0) {
+      penalties_(params.repetition_penalty != 1.0f || params.presence_penalty != 0.0f ||
+                 params.frequency_penalty != 0.0f) {
   NOVASERVE_CHECK(n_vocab > 0) << "n_vocab=" << n_vocab;
-  // At most n_vocab distinct ids: reserving them keeps accept() allocation-free.
-  seen_.reserve(n_vocab);
-  for (int32_t t : prompt) {
+  if (penalties_) {
+    gen_count_.assign(n_vocab, 0);
+    in_prompt_.assign(n_vocab, 0);
+    // At most n_vocab distinct ids: reserving them keeps accept() allocation-free.
+    seen_.reserve(n_vocab);
+  }
+  for (int32_t t : penalties_ ? prompt : std::span<const int32_t>()) {
     if (t < 0 || t >= n_vocab || in_prompt_[t]) continue;
     in_prompt_[t] = 1;
     seen_.push_back(t);
@@ -44,13 +66,14 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab, std::span<const 
 }
 
 void Sampler::accept(int32_t token) {
-  if (token < 0 || token >= n_vocab_) return;
+  if (!penalties_ || token < 0 || token >= n_vocab_) return;
   if (gen_count_[token] == 0 && !in_prompt_[token]) seen_.push_back(token);
   ++gen_count_[token];
 }
 
 void Sampler::process_logits(const float* logits) {
-  std::copy(logits, logits + n_vocab_, work_.begin());
+  work_ = scratch(n_vocab_).work.data();
+  std::copy(logits, logits + n_vocab_, work_);
   if (!bias_.empty()) {
     for (int32_t i = 0; i < n_vocab_; ++i) work_[i] += bias_[i];
   }
@@ -79,11 +102,14 @@ int32_t Sampler::argmax() const {
 }
 
 size_t Sampler::select(double& total) {
+  Scratch& sc = scratch(n_vocab_);
+  std::vector<int32_t>& cand = sc.cand;
+  std::vector<double>& weight = sc.weight;
   const float inv_t = 1.0f / params_.temperature;
-  for (float& l : work_) l *= inv_t;
+  for (int32_t i = 0; i < n_vocab_; ++i) work_[i] *= inv_t;
 
   size_t n = static_cast<size_t>(n_vocab_);
-  for (size_t i = 0; i < n; ++i) cand_[i] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < n; ++i) cand[i] = static_cast<int32_t>(i);
   // Strict weak order: higher logit first, ties by lower id, so results never depend on the
   // sort implementation.
   auto before = [this](int32_t a, int32_t b) {
@@ -91,24 +117,24 @@ size_t Sampler::select(double& total) {
   };
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
     const size_t k = static_cast<size_t>(params_.top_k);
-    std::nth_element(cand_.begin(), cand_.begin() + k - 1, cand_.begin() + n, before);
+    std::nth_element(cand.begin(), cand.begin() + k - 1, cand.begin() + n, before);
     n = k;
   }
   float max_l = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < n; ++i) max_l = std::max(max_l, work_[cand_[i]]);
+  for (size_t i = 0; i < n; ++i) max_l = std::max(max_l, work_[cand[i]]);
 
   if (params_.top_p < 1.0f) {
     double z = 0.0;
-    for (size_t i = 0; i < n; ++i) z += std::exp(static_cast<double>(work_[cand_[i]] - max_l));
+    for (size_t i = 0; i < n; ++i) z += std::exp(static_cast<double>(work_[cand[i]] - max_l));
     const double target = static_cast<double>(params_.top_p) * z;
     // Sort only as long a prefix as the nucleus needs: the mass is usually in a few tokens.
     size_t s = std::min<size_t>(n, 64);
     for (;;) {
-      std::partial_sort(cand_.begin(), cand_.begin() + s, cand_.begin() + n, before);
+      std::partial_sort(cand.begin(), cand.begin() + s, cand.begin() + n, before);
       double cum = 0.0;
       size_t cut = 0;
       while (cut < s && cum < target) {
-        cum += std::exp(static_cast<double>(work_[cand_[cut]] - max_l));
+        cum += std::exp(static_cast<double>(work_[cand[cut]] - max_l));
         ++cut;
       }
       if (cum >= target || s == n) {
@@ -126,11 +152,11 @@ size_t Sampler::select(double& total) {
   size_t kept = 0;
   total = 0.0;
   for (size_t i = 0; i < n; ++i) {
-    const int32_t id = cand_[i];
+    const int32_t id = cand[i];
     if (work_[id] < min_l) continue;
     const double w = std::exp(static_cast<double>(work_[id] - max_l));
-    cand_[kept] = id;
-    weight_[kept] = w;
+    cand[kept] = id;
+    weight[kept] = w;
     total += w;
     ++kept;
   }
@@ -147,15 +173,16 @@ int32_t Sampler::sample(const float* logits) {
   } else {
     double total = 0.0;
     const size_t n = select(total);
+    const Scratch& sc = scratch(n_vocab_);
     // 53 random bits -> u in [0, 1): the mapping is fixed here rather than left to
     // std::uniform_real_distribution, whose algorithm differs between standard libraries.
     const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * total;
     double cum = 0.0;
-    token = cand_[n - 1];
+    token = sc.cand[n - 1];
     for (size_t i = 0; i < n; ++i) {
-      cum += weight_[i];
+      cum += sc.weight[i];
       if (u < cum) {
-        token = cand_[i];
+        token = sc.cand[i];
         break;
       }
     }
@@ -173,7 +200,8 @@ void Sampler::probabilities(const float* logits, std::vector<float>& out) {
   }
   double total = 0.0;
   const size_t n = select(total);
-  for (size_t i = 0; i < n; ++i) out[cand_[i]] = static_cast<float>(weight_[i] / total);
+  const Scratch& sc = scratch(n_vocab_);
+  for (size_t i = 0; i < n; ++i) out[sc.cand[i]] = static_cast<float>(sc.weight[i] / total);
 }
 
 }  // namespace novaserve

@@ -22,7 +22,9 @@ namespace novaserve {
 ///   4. temperature == 0: argmax (ties -> lowest id), stop here;
 ///   5. divide by temperature; top-k; top-p over the renormalised top-k set; min-p
 ///      (drop p < min_p * p_max); draw from the renormalised survivors.
-/// Buffers are sized once (n_vocab) at construction; sample() does not allocate.
+/// Penalty state (per-token counts, prompt membership) is sized once (n_vocab) at construction,
+/// and only when a penalty is set; the per-step scratch is shared by the samplers of a thread
+/// and sized on its first use there, so sample() does not allocate after that.
 class Sampler {
  public:
   /// `params` must already have passed params.validate(n_vocab). `prompt` ids feed the
@@ -50,19 +52,18 @@ class Sampler {
  private:
   // Fills work_ with the processed logits (steps 1-3).
   void process_logits(const float* logits);
-  // Steps 5 on work_: leaves the survivors' ids in cand_[0, n) with unnormalised weights in
-  // weight_[0, n); returns n (>= 1) and their weight sum via `total`.
+  // Step 5 on work_: leaves the survivors' ids in the scratch's cand[0, n) with unnormalised
+  // weights in weight[0, n); returns n (>= 1) and their weight sum via `total`.
   size_t select(double& total);
   int32_t argmax() const;
 
   SamplingParams params_;
   int32_t n_vocab_;
   std::mt19937_64 rng_;
-  std::vector<float> work_;
-  std::vector<int32_t> cand_;
-  std::vector<double> weight_;
-  std::vector<int32_t> gen_count_;  // per token: times generated
-  std::vector<uint8_t> in_prompt_;  // per token: appears in the prompt
+  bool penalties_;                  // a repetition, presence or frequency penalty is set
+  float* work_ = nullptr;           // this thread's scratch during process_logits .. sample
+  std::vector<int32_t> gen_count_;  // per token: times generated (penalties only)
+  std::vector<uint8_t> in_prompt_;  // per token: appears in the prompt (penalties only)
   std::vector<int32_t> seen_;       // distinct ids in prompt or generated, for sparse penalties
   std::vector<float> bias_;         // dense logit bias, empty when none
 };

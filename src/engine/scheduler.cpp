@@ -44,6 +44,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvBlockPool pool)
   waiting_.reserve(config.max_num_seqs);
   plan_.seqs.reserve(config.max_num_seqs);
   plan_.aborted.reserve(config.max_num_seqs);
+  plan_.expired.reserve(config.max_num_seqs);
 }
 
 Status Scheduler::admissible(int32_t prompt_tokens, int32_t max_tokens) const {
@@ -92,17 +93,88 @@ void Scheduler::insert_running(std::unique_ptr<Sequence> seq) {
 
 const SchedulerPlan& Scheduler::schedule(std::chrono::steady_clock::time_point now) {
   plan_.seqs.clear();
-  plan_.aborted.clear();  // destroys last step's aborted sequences
+  plan_.aborted.clear();  // destroys last step's aborted and expired sequences
+  plan_.expired.clear();
   plan_.num_batched_tokens = 0;
   plan_.num_preempted = 0;
+  plan_.shape = StepShape{};
+  plan_.predicted_ms = 0.0;
+  plan_.step_limit_ms = 0.0;
   budget_ = config_.max_num_batched_tokens;
+  prefill_planned_ = false;
   drop_cancelled();
+  expire_waiting(now);
   schedule_running(/*decodes=*/true);
+  if (cost_model_ != nullptr && !plan_.seqs.empty()) {
+    plan_.step_limit_ms = config_.max_step_ms > 0.0
+                              ? config_.max_step_ms
+                              : kAutoStepMultiple * cost_model_->predict_ms(plan_.shape);
+  }
   schedule_running(/*decodes=*/false);
   // After a preemption the pool is short; admitting now would only preempt again (vLLM v1).
   if (plan_.num_preempted == 0) admit_waiting(now);
+  if (cost_model_ != nullptr) plan_.predicted_ms = cost_model_->predict_ms(plan_.shape);
   plan_open_ = true;
   return plan_;
+}
+
+void Scheduler::expire_waiting(std::chrono::steady_clock::time_point now) {
+  if (config_.max_queue_time.count() <= 0) return;
+  size_t kept = 0;
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    std::unique_ptr<Sequence>& s = waiting_[i];
+    // Only sequences that never ran: a preempted one has produced output already.
+    if (s->first_scheduled_ || now - s->arrival() < config_.max_queue_time) {
+      if (kept != i) waiting_[kept] = std::move(s);
+      ++kept;
+      continue;
+    }
+    s->status_ = SequenceStatus::kFinished;
+    s->finish_reason_ = FinishReason::kError;
+    ++stats_.num_queue_timeouts;
+    plan_.expired.push_back(std::move(s));
+  }
+  waiting_.resize(kept);
+}
+
+int32_t Scheduler::time_capped(int32_t pos0, int32_t n) const {
+  if (plan_.step_limit_ms <= 0.0) return n;
+  const auto fits = [&](int32_t m) {
+    StepShape s = plan_.shape;
+    s.add(pos0, m);
+    return cost_model_->predict_ms(s) <= plan_.step_limit_ms;
+  };
+  int32_t m = n;
+  if (!fits(n)) {
+    // The prediction grows with m: the largest m that fits lies in [0, n).
+    int32_t lo = 0;
+    int32_t hi = n;
+    while (hi - lo > 1) {
+      const int32_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    m = lo;
+  }
+  if (!prefill_planned_) m = std::max(m, std::min(n, kMinPrefillChunk));
+  return m;
+}
+
+void Scheduler::plan_entry(Sequence& s, int32_t pos0, int32_t n, bool prefill) {
+  plan_.seqs.push_back({&s, pos0, n, pos0 + n == s.num_tokens()});
+  plan_.shape.add(pos0, n);
+  budget_ -= n;
+  plan_.num_batched_tokens += n;
+  prefill_planned_ |= prefill;
+}
+
+int64_t Scheduler::pending_prefill_tokens() const {
+  int64_t n = 0;
+  for (const auto& s : waiting_) n += s->num_tokens() - s->num_computed_;
+  for (const auto& s : running_) {
+    const int32_t left = s->num_tokens() - s->num_computed_;
+    if (left > 1) n += left;
+  }
+  return n;
 }
 
 void Scheduler::drop_cancelled() {
@@ -131,11 +203,11 @@ void Scheduler::schedule_running(bool decodes) {
     NOVASERVE_CHECK(remaining >= 1 && s.num_generated_tokens() < s.request().max_tokens)
         << "sequence " << s.id() << " was sampled, or reached max_tokens, but not finished";
     if ((remaining == 1) != decodes) continue;
-    const int32_t n = std::min(remaining, budget_);
+    int32_t n = std::min(remaining, budget_);
+    if (!decodes) n = time_capped(s.num_computed_, n);
+    if (n == 0) break;                 // the step-time target is reached
     if (!reserve_blocks(s, n)) break;  // s was last in running_, so nothing follows it
-    plan_.seqs.push_back({&s, s.num_computed_, n, s.num_computed_ + n == s.num_tokens()});
-    budget_ -= n;
-    plan_.num_batched_tokens += n;
+    plan_entry(s, s.num_computed_, n, /*prefill=*/!decodes);
   }
 }
 
@@ -163,6 +235,8 @@ void Scheduler::preempt_last() {
     budget_ += it->num_tokens;
     plan_.num_batched_tokens -= it->num_tokens;
     plan_.seqs.erase(it);
+    plan_.shape = StepShape{};
+    for (const ScheduledSeq& e : plan_.seqs) plan_.shape.add(e.pos0, e.num_tokens);
     break;
   }
   // Recompute preemption: drop all KV and start over from token 0 later. Full blocks that
@@ -198,8 +272,8 @@ void Scheduler::admit_waiting(std::chrono::steady_clock::time_point now) {
     Sequence& s = *waiting_.back();
     const int32_t hits = config_.enable_prefix_caching ? match_prefix(s) : 0;
     const int32_t cached = hits * bs;
-    const int32_t n = std::min(s.num_tokens() - cached, budget_);
-    if (!s.block_table_.append_slots(pool_, cached + n)) {
+    const int32_t n = time_capped(cached, std::min(s.num_tokens() - cached, budget_));
+    if (n == 0 || !s.block_table_.append_slots(pool_, cached + n)) {
       s.block_table_.release_all(pool_);  // undo the prefix hits; retried next step
       break;
     }
@@ -214,9 +288,7 @@ void Scheduler::admit_waiting(std::chrono::steady_clock::time_point now) {
       s.first_scheduled_ = now;
       s.num_cached_prompt_ = cached;
     }
-    plan_.seqs.push_back({&s, cached, n, cached + n == s.num_tokens()});
-    budget_ -= n;
-    plan_.num_batched_tokens += n;
+    plan_entry(s, cached, n, /*prefill=*/true);
     std::unique_ptr<Sequence> owned = std::move(waiting_.back());
     waiting_.pop_back();
     insert_running(std::move(owned));

@@ -10,6 +10,7 @@
 #include "common/result.h"
 #include "engine/kv_block_pool.h"
 #include "engine/sequence.h"
+#include "engine/step_cost_model.h"
 
 namespace novaserve {
 
@@ -19,7 +20,21 @@ struct SchedulerConfig {
   int32_t max_num_batched_tokens = 2048;  ///< --max-num-batched-tokens: tokens per step
   int32_t max_model_len = 2048;           ///< context length: prompt + max_tokens must fit
   bool enable_prefix_caching = true;      ///< --enable-prefix-caching
+  /// --max-step-ms: wall-time target of a step that runs decodes; prompt chunks are cut so that
+  /// the cost model's prediction of the step stays within it. 0 = automatic:
+  /// kAutoStepMultiple x the predicted time of the step's decodes alone. No effect without a
+  /// cost model (Scheduler::set_cost_model) or in a step without decodes.
+  double max_step_ms = 0.0;
+  /// --max-queue-time: a sequence still waiting for its first step this long after its arrival
+  /// is expired (plan.expired) without computing anything. 0 = never.
+  std::chrono::milliseconds max_queue_time{0};
 };
+
+/// The automatic step-time target is this multiple of the predicted decode-only step time.
+inline constexpr double kAutoStepMultiple = 4.0;
+/// A step that plans no other prompt tokens gives its first prompt chunk at least this many
+/// tokens (or the rest of the prompt) even past the step-time target, so prompts always finish.
+inline constexpr int32_t kMinPrefillChunk = 16;
 
 /// One sequence's share of a step: the model computes tokens()[pos0, pos0 + num_tokens) at
 /// positions pos0.. and the KV length after the step is pos0 + num_tokens.
@@ -39,7 +54,17 @@ struct SchedulerPlan {
   /// Sequences whose cancel flag was seen this step: finished with kAbort, blocks already
   /// freed. The engine emits their final output; they are destroyed at the next schedule().
   std::vector<std::unique_ptr<Sequence>> aborted;
+  /// Sequences that waited longer than max_queue_time without ever being scheduled: finished
+  /// with kError, nothing computed, no blocks. Emitted and destroyed like `aborted`.
+  std::vector<std::unique_ptr<Sequence>> expired;
   int32_t num_preempted = 0;  ///< running sequences sent back to waiting this step
+  /// The cost-relevant shape of `seqs`, and the cost model's prediction of it (ms; 0 without a
+  /// cost model).
+  StepShape shape;
+  double predicted_ms = 0.0;
+  /// The step-time target that capped prompt chunks this step (ms); 0 when none applied (no
+  /// cost model, or no decode in the step).
+  double step_limit_ms = 0.0;
 };
 
 /// Monotonic counters (EngineStats / metrics).
@@ -47,6 +72,7 @@ struct SchedulerStats {
   int64_t num_preemptions = 0;
   int64_t prefix_cache_queries = 0;  ///< tokens of admitted sequences looked up
   int64_t prefix_cache_hits = 0;     ///< of those, tokens served from cached blocks
+  int64_t num_queue_timeouts = 0;    ///< sequences expired by max_queue_time
 };
 
 /// Continuous-batching scheduler with chunked prefill, prefix caching and recompute preemption
@@ -59,6 +85,10 @@ struct SchedulerStats {
 ///   3. unless step 2 preempted, admit waiting sequences in (priority, arrival) order while the
 ///      budget, max_num_seqs and free blocks allow, reusing prefix-cached full blocks; the first
 ///      that does not fit stops admission (FCFS, no overtaking).
+/// In steps 2-3, when the plan holds decodes and a cost model is set, each prompt chunk is also
+/// cut to what keeps the predicted step time within the step-time target (stall-free batching;
+/// docs/engine.md), never below kMinPrefillChunk for the step's first chunk. Before step 2,
+/// waiting sequences never scheduled that are older than max_queue_time are expired.
 /// The highest-priority running sequence can always proceed because add() rejects a sequence
 /// that could not fit in the pool alone, so every step with work schedules something.
 ///
@@ -104,6 +134,14 @@ class Scheduler {
   const KvBlockPool& pool() const { return pool_; }
   const SchedulerConfig& config() const { return config_; }
 
+  /// Uses `model` (owned by the caller, outliving the scheduler; null = none) to cap prompt
+  /// chunks under the step-time target.
+  void set_cost_model(const StepCostModel* model) { cost_model_ = model; }
+
+  /// Prompt tokens not yet computed over waiting and running sequences (the prefill work ahead
+  /// of a new arrival; a preempted sequence counts all its tokens).
+  int64_t pending_prefill_tokens() const;
+
   /// Checks the pool's invariants and the scheduler's: every reference a block holds belongs
   /// to exactly one block-table entry of a running sequence, waiting sequences hold no blocks
   /// and have nothing computed, each table covers its computed tokens, the queues are ordered
@@ -114,6 +152,12 @@ class Scheduler {
   Scheduler(const SchedulerConfig& config, KvBlockPool pool);
 
   void drop_cancelled();
+  void expire_waiting(std::chrono::steady_clock::time_point now);
+  // The tokens a prompt chunk of up to `n` at `pos0` may take under the step-time target (0 when
+  // none fit); `n` when no target applies.
+  int32_t time_capped(int32_t pos0, int32_t n) const;
+  // Appends `n` tokens of `s` from `pos0` to the plan; `prefill`: a prompt chunk, not a decode.
+  void plan_entry(Sequence& s, int32_t pos0, int32_t n, bool prefill);
   void schedule_running(bool decodes);
   void admit_waiting(std::chrono::steady_clock::time_point now);
   // Gives `seq` room for `n` more tokens, preempting from the back of running_; false when
@@ -131,8 +175,10 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;  // ascending (priority, arrival_index)
   std::vector<std::unique_ptr<Sequence>> waiting_;  // descending: back() runs next
   SchedulerPlan plan_;
-  int32_t budget_ = 0;      // tokens left in the step being planned
-  bool plan_open_ = false;  // a plan was scheduled and not yet committed or invalidated
+  const StepCostModel* cost_model_ = nullptr;
+  int32_t budget_ = 0;            // tokens left in the step being planned
+  bool prefill_planned_ = false;  // the step being planned holds a prompt chunk
+  bool plan_open_ = false;        // a plan was scheduled and not yet committed or invalidated
   uint64_t next_arrival_ = 0;
   SchedulerStats stats_;
 };

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf_file.h"
-#include "loadgen/duration.h"
+#include "common/duration.h"
 #include "loadgen/http_get.h"
 #include "loadgen/latency_svg.h"
 #include "loadgen/load_runner.h"

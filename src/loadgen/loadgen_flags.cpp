@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "loadgen/duration.h"
+#include "common/duration.h"
 
 namespace novaserve {
 namespace {

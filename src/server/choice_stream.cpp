@@ -70,8 +70,10 @@ ChoiceDelta ChoiceStream::push(const StepOutput& out) {
     finished_ = true;
     finish_ = *out.finish;
     error_ = out.error;
+    error_code_ = out.error_code;
     d.finish = finish_;
     d.error = out.error;
+    d.error_code = out.error_code;
     return d;
   }
   release(scan.safe_end, d);

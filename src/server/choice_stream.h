@@ -31,6 +31,7 @@ struct ChoiceDelta {
   std::vector<TokenEntry> tokens;      ///< tokens released with it (only when logprobs are on)
   std::optional<FinishReason> finish;  ///< set on the choice's last delta
   std::string error;                   ///< engine message when finish == kError
+  std::string error_code;              ///< StepOutput::error_code ("queue_timeout" or empty)
   bool empty() const { return text.empty() && tokens.empty() && !finish; }
 };
 
@@ -52,6 +53,8 @@ class ChoiceStream {
   const std::vector<TokenEntry>& tokens() const { return released_tokens_; }
   std::optional<FinishReason> finish_reason() const { return finish_; }
   const std::string& error() const { return error_; }
+  /// StepOutput::error_code of the final output ("queue_timeout": refused, not failed).
+  const std::string& error_code() const { return error_code_; }
   int32_t prompt_tokens() const { return prompt_tokens_; }
   int32_t completion_tokens() const { return completion_tokens_; }
 
@@ -75,6 +78,7 @@ class ChoiceStream {
   bool stop_matched_ = false;
   std::optional<FinishReason> finish_;
   std::string error_;
+  std::string error_code_;
   int32_t prompt_tokens_ = 0;
   int32_t completion_tokens_ = 0;
 };

@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "server/handler_common.h"
 #include "server/sse.h"
 
 namespace novaserve {
@@ -10,6 +11,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::atomic<uint64_t> g_next_request_id{1};
+
+// StepOutput::error_code of a request the engine expired in its queue.
+constexpr const char* kQueueTimeout = "queue_timeout";
 
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
@@ -46,18 +50,12 @@ GenerationJob::GenerationJob(ServerContext& ctx, const ModelServices& model,
 void GenerationJob::start(ServerContext& ctx, const ModelServices& model,
                           std::shared_ptr<ResponseChannel> channel,
                           std::unique_ptr<ResponseFormat> format, JobPlan plan) {
-  const EngineStats stats = model.engine->stats();
-  const int64_t waiting =
-      static_cast<int64_t>(stats.num_waiting) + static_cast<int64_t>(plan.choices.size());
-  if (waiting > ctx.config.max_queued_requests) {
-    HttpResponse r = HttpResponse::error(
-        server_error(503,
-                     "the server is overloaded: " + std::to_string(stats.num_waiting) +
-                         " sequences are waiting (--max-queued-requests " +
-                         std::to_string(ctx.config.max_queued_requests) + "); retry later",
-                     "queue_full"));
-    r.headers.emplace_back("Retry-After", "1");
-    channel->send(std::move(r));
+  int64_t prompt_tokens = 0;
+  for (const ChoicePlan& c : plan.choices) prompt_tokens += static_cast<int64_t>(c.prompt.size());
+  if (auto refusal = ctx.admission.try_admit(
+          model.engine->stats(), static_cast<int32_t>(plan.choices.size()), prompt_tokens)) {
+    ctx.metrics.count_rejected(refusal->reason);
+    channel->send(std::move(refusal->response));
     return;
   }
   auto job =
@@ -104,6 +102,8 @@ bool GenerationJob::submit_all() {
     };
     const Status st = model_.engine->submit(std::move(r));
     if (!st.ok()) {
+      // Choices before i were submitted and release their slots with their (abort) outputs.
+      ctx_.admission.release(static_cast<int32_t>(plan_.choices.size() - i));
       cancel();
       completed_ = true;
       const bool client_fault =
@@ -147,14 +147,23 @@ void GenerationJob::on_output(size_t i, StepOutput&& out) {
     cancelled_[i]->store(true, std::memory_order_relaxed);  // the engine frees it next step
     model_.engine->notify();
   }
+  const bool queue_timeout = d.finish == FinishReason::kError && d.error_code == kQueueTimeout;
   if (d.finish) {
     ++finished_;
-    ctx_.metrics.observe_e2e_latency(seconds(Clock::now() - plan_.arrival));
-    ctx_.metrics.count_finished(*d.finish);
-    ctx_.metrics.add_generation_tokens(choice.completion_tokens());
+    ctx_.admission.release(1);
+    if (queue_timeout) {
+      ctx_.metrics.count_rejected(RejectReason::kQueueTimeout);
+      cancel();  // the request fails as a whole: its other choices stop too
+    } else {
+      ctx_.metrics.observe_e2e_latency(seconds(Clock::now() - plan_.arrival));
+      ctx_.metrics.count_finished(*d.finish);
+      ctx_.metrics.add_generation_tokens(choice.completion_tokens());
+    }
   }
   if (completed_) return;
-  if (plan_.stream && !d.empty()) {
+  if (plan_.stream && queue_timeout) {
+    channel_->write(sse_data(server_error(503, d.error, kQueueTimeout).to_json()));
+  } else if (plan_.stream && !d.empty()) {
     channel_->write(sse_data(format_->stream_chunk(i, d)));
     if (d.finish == FinishReason::kError) {
       channel_->write(sse_data(server_error(500, "engine: " + d.error, "engine_error").to_json()));
@@ -175,12 +184,19 @@ void GenerationJob::complete() {
     channel_->end_stream();
   } else {
     const ChoiceStream* failed = nullptr;
+    const ChoiceStream* timed_out = nullptr;
     for (const ChoiceStream& c : choices_) {
-      if (c.finish_reason() == FinishReason::kError) failed = &c;
+      if (c.finish_reason() != FinishReason::kError) continue;
+      (c.error_code() == kQueueTimeout ? timed_out : failed) = &c;
     }
-    channel_->send(failed != nullptr ? HttpResponse::error(server_error(
-                                           500, "engine: " + failed->error(), "engine_error"))
-                                     : HttpResponse::json(200, format_->response(choices_, usage)));
+    if (timed_out != nullptr) {
+      channel_->send(unavailable(timed_out->error(), kQueueTimeout));
+    } else if (failed != nullptr) {
+      channel_->send(
+          HttpResponse::error(server_error(500, "engine: " + failed->error(), "engine_error")));
+    } else {
+      channel_->send(HttpResponse::json(200, format_->response(choices_, usage)));
+    }
   }
   ctx_.lifecycle.remove(lifecycle_id_);
 }

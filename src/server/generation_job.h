@@ -45,8 +45,10 @@ struct JobPlan {
 class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
  public:
   /// Submits `plan` to the engine and answers on `channel` (call on the channel's strand).
-  /// Answers 503 with Retry-After when the engine's queue would exceed --max-queued-requests,
-  /// and the engine's error when it refuses a request (400 for requests that can never run).
+  /// Answers 503 with Retry-After when ctx.admission refuses it (queue full, expected wait over
+  /// the TTFT SLO), and the engine's error when it refuses a request (400 for requests that can
+  /// never run). A choice the engine expires in its queue (--max-queue-time) fails the request:
+  /// 503 queue_timeout with Retry-After, or for a stream an error event.
   static void start(ServerContext& ctx, const ModelServices& model,
                     std::shared_ptr<ResponseChannel> channel,
                     std::unique_ptr<ResponseFormat> format, JobPlan plan);

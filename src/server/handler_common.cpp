@@ -2,14 +2,14 @@
 
 namespace novaserve {
 
-HttpResponse unavailable(const std::string& message, const char* code) {
+HttpResponse unavailable(const std::string& message, const char* code, int retry_after_s) {
   ApiError e;
   e.status = 503;
   e.type = "server_error";
   e.message = message;
   e.code = code;
   HttpResponse r = HttpResponse::error(e);
-  r.headers.emplace_back("Retry-After", "1");
+  r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
   return r;
 }
 
@@ -19,6 +19,7 @@ const ModelServices* model_for_inference(ServerContext& ctx, ResponseChannel& ch
       channel.send(unavailable("the model is still loading", "model_loading"));
       return nullptr;
     case ServeState::kDraining:
+      ctx.metrics.count_rejected(RejectReason::kShuttingDown);
       channel.send(unavailable("the server is shutting down", "shutting_down"));
       return nullptr;
     case ServeState::kServing:

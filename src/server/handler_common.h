@@ -11,8 +11,8 @@
 
 namespace novaserve {
 
-/// 503 server_error with Retry-After (loading, draining, overloaded).
-HttpResponse unavailable(const std::string& message, const char* code);
+/// 503 server_error with `Retry-After: retry_after_s` (loading, draining, overloaded).
+HttpResponse unavailable(const std::string& message, const char* code, int retry_after_s = 1);
 
 /// The model services when a new inference request may start; otherwise answers 503 on
 /// `channel` (model loading, or the server draining for shutdown) and returns null.

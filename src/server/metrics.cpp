@@ -71,6 +71,17 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
       &success.Add({{"finished_reason", "length"}});
   finished_[static_cast<int>(FinishReason::kAbort)] = &success.Add({{"finished_reason", "abort"}});
   finished_[static_cast<int>(FinishReason::kError)] = &success.Add({{"finished_reason", "error"}});
+  auto& rejected = prometheus::BuildCounter()
+                       .Name("novaserve_requests_rejected_total")
+                       .Help("Requests refused with 503 (or an error event) by reason.")
+                       .Register(r);
+  for (int i = 0; i < kNumRejectReasons; ++i) {
+    rejected_[i] = &rejected.Add({{"reason", reject_reason_name(static_cast<RejectReason>(i))}});
+  }
+  prefill_pending_ = gauge(r, "novaserve_prefill_tokens_pending",
+                           "Prompt tokens queued or being prefilled, not yet computed.");
+  prefill_rate_ = gauge(r, "novaserve_prefill_tokens_per_second",
+                        "Measured prefill throughput while prompt work is queued (tokens/s).");
   preemptions_ =
       counter(r, "novaserve_num_preemptions_total", "Sequences preempted by the engine.");
   prefix_queries_ = counter(r, "novaserve_prefix_cache_queries_total",
@@ -107,6 +118,9 @@ void ServerMetrics::add_generation_tokens(int64_t n) {
 void ServerMetrics::count_finished(FinishReason reason) {
   finished_[static_cast<int>(reason)]->Increment();
 }
+void ServerMetrics::count_rejected(RejectReason reason) {
+  rejected_[static_cast<int>(reason)]->Increment();
+}
 
 std::string ServerMetrics::scrape(const EngineStats* stats) {
   {
@@ -115,6 +129,8 @@ std::string ServerMetrics::scrape(const EngineStats* stats) {
       running_->Set(stats->num_running);
       waiting_->Set(stats->num_waiting);
       kv_usage_->Set(stats->kv_cache_usage);
+      prefill_pending_->Set(static_cast<double>(stats->prefill_tokens_pending));
+      prefill_rate_->Set(stats->prefill_tokens_per_second);
       mirror(preemptions_, stats->num_preemptions, last_.num_preemptions);
       mirror(prefix_queries_, stats->prefix_cache_queries, last_.prefix_cache_queries);
       mirror(prefix_hits_, stats->prefix_cache_hits, last_.prefix_cache_hits);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/request.h"
+#include "server/admission.h"
 
 namespace prometheus {
 class Registry;
@@ -33,6 +34,8 @@ class ServerMetrics {
   void add_generation_tokens(int64_t n);
   /// One finished choice (novaserve_request_success_total{finished_reason}).
   void count_finished(FinishReason reason);
+  /// One refused request (novaserve_requests_rejected_total{reason}).
+  void count_rejected(RejectReason reason);
 
   /// The exposition text. Gauges and the engine's monotonic counters (preemptions, prefix cache)
   /// are refreshed from `stats` first; pass null while no engine exists (they keep their values).
@@ -50,6 +53,9 @@ class ServerMetrics {
   prometheus::Counter* prompt_tokens_;
   prometheus::Counter* generation_tokens_;
   prometheus::Counter* finished_[4];  // by FinishReason
+  prometheus::Counter* rejected_[kNumRejectReasons];
+  prometheus::Gauge* prefill_pending_;
+  prometheus::Gauge* prefill_rate_;
   prometheus::Counter* preemptions_;
   prometheus::Counter* prefix_queries_;
   prometheus::Counter* prefix_hits_;

@@ -112,7 +112,11 @@ int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
   ctx.config.model_name = options.served_model_name.empty()
                               ? std::filesystem::path(options.model_path).stem().string()
                               : options.served_model_name;
-  ctx.config.max_queued_requests = options.max_queued_requests;
+  AdmissionConfig admission;
+  admission.max_queued_requests = options.max_queued_requests;
+  admission.slo_ttft =
+      options.slo.ttft_p95.count() > 0 ? options.slo.ttft_p95 : options.slo.ttft_p99;
+  ctx.admission.set_config(admission);
   auto auth = ApiKeyAuth::create(options.api_keys, options.api_key_file);
   if (!auth.ok()) return fail(auth.error().message);
   ctx.auth = std::move(auth.value());

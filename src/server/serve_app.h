@@ -4,6 +4,7 @@
 // order that keeps engine callbacks safe.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,12 +19,23 @@ namespace novaserve {
 class GgufFile;
 class Tokenizer;
 
+/// Latency SLO of the deployment (--slo-*; 0 = not set). Admission uses the TTFT bounds, the
+/// engine's step-time target the ITL bound.
+struct SloOptions {
+  std::chrono::milliseconds ttft_p95{0};
+  std::chrono::milliseconds ttft_p99{0};
+  std::chrono::milliseconds itl_p95{0};
+};
+
 struct ServeOptions {
   std::string model_path;          ///< --model: GGUF file
   std::string served_model_name;   ///< --served-model-name; default: the file's stem
   std::string chat_template_file;  ///< --chat-template: overrides tokenizer.chat_template
   HttpServerOptions http;
-  int32_t max_queued_requests = 1024;
+  int32_t max_queued_requests = 1024;  ///< sequences waiting for a slot before 503
+  /// --max-queue-time: given to the engine (SchedulerConfig::max_queue_time) by the CLI.
+  std::chrono::milliseconds max_queue_time{30000};
+  SloOptions slo;
   std::vector<std::string> api_keys;  ///< --api-key (repeatable)
   std::string api_key_file;           ///< --api-key-file
   /// Called once the model is published, with the context and the bound port (tests use it to

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 
+#include "common/duration.h"
+
 namespace novaserve {
 namespace {
 
@@ -22,6 +24,20 @@ Status at_least(const char* name, int64_t v, int64_t lo, int64_t hi) {
                                              std::to_string(v));
   }
   return {};
+}
+
+// A duration flag ("187ms", "2s"); empty stays unset (0). `allow_zero`: "0s" is accepted.
+Result<std::chrono::milliseconds> duration_flag(const char* name, const std::string& text,
+                                                bool allow_zero) {
+  if (text.empty()) return std::chrono::milliseconds(0);
+  auto d = parse_duration(text);
+  if (!d.ok()) return Err(ErrorCode::kInvalidInput, std::string(name) + ": " + d.error().message);
+  const auto ms = std::chrono::milliseconds(static_cast<int64_t>(std::llround(d.value() * 1000)));
+  if (!allow_zero && ms.count() == 0) {
+    return Err(ErrorCode::kInvalidInput,
+               std::string(name) + " must be at least 1ms, got '" + text + "'");
+  }
+  return ms;
 }
 
 }  // namespace
@@ -47,8 +63,19 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
                  "seconds in-flight requests may finish after SIGTERM/SIGINT")
       ->capture_default_str();
   cmd.add_option("--max-queued-requests", f.max_queued_requests,
-                 "waiting sequences before new requests get 503")
+                 "sequences waiting for a free --max-num-seqs slot before new requests get 503")
       ->capture_default_str();
+  cmd.add_option("--max-queue-time", f.max_queue_time,
+                 "a request still waiting for its first step after this long ends with 503 "
+                 "(stream: an error event), nothing of it computed; 0s = never")
+      ->capture_default_str();
+  cmd.add_option("--slo-ttft-p95", f.slo_ttft_p95,
+                 "SLO: P95 time to first token, e.g. 500ms; a request whose expected wait "
+                 "exceeds it is refused at once with 503");
+  cmd.add_option("--slo-ttft-p99", f.slo_ttft_p99,
+                 "SLO: P99 time to first token (the refusal bound when --slo-ttft-p95 is unset)");
+  cmd.add_option("--slo-itl-p95", f.slo_itl_p95,
+                 "SLO: P95 inter-token latency; the step-time target is 0.8x it");
   cmd.add_option("--api-key", f.api_keys, "accepted API key (repeatable)");
   cmd.add_option("--api-key-file", f.api_key_file, "file with one API key per line");
 }
@@ -67,6 +94,19 @@ Result<ServeOptions> to_serve_options(const ServeFlags& f) {
   if (!timeout.ok()) return timeout.error();
   auto shutdown = seconds_flag("--shutdown-timeout", f.shutdown_timeout, true);
   if (!shutdown.ok()) return shutdown.error();
+  auto queue_time = duration_flag("--max-queue-time", f.max_queue_time, true);
+  if (!queue_time.ok()) return queue_time.error();
+  auto ttft95 = duration_flag("--slo-ttft-p95", f.slo_ttft_p95, false);
+  if (!ttft95.ok()) return ttft95.error();
+  auto ttft99 = duration_flag("--slo-ttft-p99", f.slo_ttft_p99, false);
+  if (!ttft99.ok()) return ttft99.error();
+  auto itl95 = duration_flag("--slo-itl-p95", f.slo_itl_p95, false);
+  if (!itl95.ok()) return itl95.error();
+  if (ttft95->count() > 0 && ttft99->count() > 0 && ttft99.value() < ttft95.value()) {
+    return Err(ErrorCode::kInvalidInput, "--slo-ttft-p99 (" + f.slo_ttft_p99 +
+                                             ") must not be below --slo-ttft-p95 (" +
+                                             f.slo_ttft_p95 + ")");
+  }
   o.model_path = f.model;
   o.served_model_name = f.served_model_name;
   o.chat_template_file = f.chat_template;
@@ -79,6 +119,10 @@ Result<ServeOptions> to_serve_options(const ServeFlags& f) {
   o.http.limits.request_timeout = timeout.value();
   o.http.shutdown_timeout = shutdown.value();
   o.max_queued_requests = static_cast<int32_t>(f.max_queued_requests);
+  o.max_queue_time = queue_time.value();
+  o.slo.ttft_p95 = ttft95.value();
+  o.slo.ttft_p99 = ttft99.value();
+  o.slo.itl_p95 = itl95.value();
   o.api_keys = f.api_keys;
   o.api_key_file = f.api_key_file;
   return o;

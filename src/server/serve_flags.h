@@ -29,18 +29,24 @@ struct ServeFlags {
   double timeout = 600;
   double shutdown_timeout = 30;
   int64_t max_queued_requests = 1024;
+  std::string max_queue_time = "30s";
+  std::string slo_ttft_p95;  ///< empty: not set
+  std::string slo_ttft_p99;
+  std::string slo_itl_p95;
   std::vector<std::string> api_keys;
   std::string api_key_file;
 };
 
 /// Adds --model, --served-model-name, --chat-template, --host, --port, --backlog,
 /// --threads-http, --max-body-bytes, --header-timeout, --timeout, --shutdown-timeout,
-/// --max-queued-requests, --api-key (repeatable) and --api-key-file to `cmd`, bound to `flags`
-/// (which must outlive parsing).
+/// --max-queued-requests, --max-queue-time, --slo-ttft-p95, --slo-ttft-p99, --slo-itl-p95,
+/// --api-key (repeatable) and --api-key-file to `cmd`, bound to `flags` (which must outlive
+/// parsing).
 void add_serve_flags(CLI::App& cmd, ServeFlags& flags);
 
 /// Checks ranges and converts. Errors: kInvalidInput naming the flag (port outside 0..65535,
-/// non-positive or non-finite timeouts, counts < 1, a missing --model).
+/// non-positive or non-finite timeouts, counts < 1, a missing --model, a duration that
+/// common/duration.h cannot parse or that is 0 for an SLO).
 Result<ServeOptions> to_serve_options(const ServeFlags& flags);
 
 }  // namespace novaserve

@@ -8,6 +8,7 @@
 
 #include "chat/chat_template.h"
 #include "engine/request.h"
+#include "server/admission.h"
 #include "server/auth.h"
 #include "server/lifecycle.h"
 #include "server/metrics.h"
@@ -17,8 +18,7 @@ namespace novaserve {
 class Tokenizer;
 
 struct ServerConfig {
-  std::string model_name;              ///< --served-model-name (default: the model file's stem)
-  int32_t max_queued_requests = 1024;  ///< --max-queued-requests: waiting sequences before 503
+  std::string model_name;  ///< --served-model-name (default: the model file's stem)
 };
 
 /// What requests need from the loaded model. Immutable once published.
@@ -36,6 +36,7 @@ class ServerContext {
   Lifecycle lifecycle;
   ServerMetrics metrics;
   ApiKeyAuth auth;
+  Admission admission;
 
   /// Makes `m` (which must outlive the server's handlers) visible and switches to serving.
   void publish(const ModelServices* m) {

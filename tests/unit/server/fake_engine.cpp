@@ -39,6 +39,7 @@ EngineStats FakeEngine::stats() const {
   s.num_running = static_cast<int32_t>(running_.size());
   s.num_waiting = static_cast<int32_t>(waiting_.size());
   s.kv_cache_usage = running_.empty() ? 0.0 : 0.5;
+  s.max_num_seqs = static_cast<int32_t>(options_.max_running);
   return s;
 }
 

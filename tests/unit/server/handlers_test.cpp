@@ -325,19 +325,29 @@ TEST_F(HandlersTest, DisconnectCancelsTheEngineRequestAtOnce) {
 }
 
 TEST_F(HandlersTest, FullQueueAnswers503WithRetryAfter) {
-  ctx_->config.max_queued_requests = 1;
+  // One sequence slot, one queue place: the first request runs, the second waits, the third is
+  // refused (only requests waiting for a slot count against --max-queued-requests).
+  auto opts = testing::script_options("Hello", 256);
+  opts.max_running = 1;
+  start(std::move(opts));
+  AdmissionConfig a;
+  a.max_queued_requests = 1;
+  ctx_->admission.set_config(a);
   model_->engine->set_paused(true);
   auto first = call(handle_completions, R"({"prompt": "x", "max_tokens": 2})", /*wait=*/false);
-  ASSERT_TRUE(testing::run_until(ioc_, [&] { return model_->engine->stats().num_waiting == 1; }));
-  auto second = call(handle_completions, R"({"prompt": "x", "max_tokens": 2})");
-  EXPECT_EQ(second->status, 503);
+  auto second = call(handle_completions, R"({"prompt": "x", "max_tokens": 2})", /*wait=*/false);
+  ASSERT_TRUE(testing::run_until(ioc_, [&] { return ctx_->admission.outstanding() == 2; }));
+  auto third = call(handle_completions, R"({"prompt": "x", "max_tokens": 2})");
+  EXPECT_EQ(third->status, 503);
   bool retry_after = false;
-  for (const auto& [k, v] : second->headers) retry_after |= k == "Retry-After";
+  for (const auto& [k, v] : third->headers) retry_after |= k == "Retry-After";
   EXPECT_TRUE(retry_after);
-  EXPECT_EQ(Json::parse(second->body)["error"]["code"], "queue_full");
+  EXPECT_EQ(Json::parse(third->body)["error"]["code"], "queue_full");
   model_->engine->set_paused(false);
-  EXPECT_TRUE(testing::run_until(ioc_, [&] { return first->done; }));
+  EXPECT_TRUE(testing::run_until(ioc_, [&] { return first->done && second->done; }));
   EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(second->status, 200);
+  EXPECT_EQ(ctx_->admission.outstanding(), 0);
 }
 
 TEST_F(HandlersTest, DrainingRefusesNewInferenceWith503) {

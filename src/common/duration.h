@@ -1,4 +1,4 @@
-// Durations on the loadgen command line ("500ms", "30s", "3m", "1h", "1h30m").
+// Durations on the command line (loadgen, serve SLO flags) ("500ms", "30s", "3m", "1h", "1h30m").
 #pragma once
 
 #include <string>

@@ -1,0 +1,68 @@
+#include "server/admission.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "server/handler_common.h"
+
+namespace novaserve {
+
+const char* reject_reason_name(RejectReason r) {
+  switch (r) {
+    case RejectReason::kQueueFull:
+      return "queue_full";
+    case RejectReason::kSloTtft:
+      return "slo_ttft";
+    case RejectReason::kQueueTimeout:
+      return "queue_timeout";
+    case RejectReason::kShuttingDown:
+      return "shutting_down";
+  }
+  return "unknown";
+}
+
+std::optional<double> expected_prefill_wait(const EngineStats& stats, int64_t prompt_tokens) {
+  if (!(stats.prefill_tokens_per_second > 0.0)) return std::nullopt;
+  return static_cast<double>(stats.prefill_tokens_pending + prompt_tokens) /
+         stats.prefill_tokens_per_second;
+}
+
+std::optional<Refusal> Admission::try_admit(const EngineStats& stats, int32_t n,
+                                            int64_t prompt_tokens) {
+  if (config_.slo_ttft.count() > 0) {
+    const double slo = static_cast<double>(config_.slo_ttft.count()) / 1000.0;
+    if (const auto wait = expected_prefill_wait(stats, prompt_tokens); wait && *wait > slo) {
+      char msg[256];
+      std::snprintf(msg, sizeof msg,
+                    "the server is overloaded: the expected wait for a first token is %.2f s "
+                    "(%lld prompt tokens queued at %.0f tokens/s), over the TTFT SLO of %.3f s; "
+                    "retry later",
+                    *wait, static_cast<long long>(stats.prefill_tokens_pending),
+                    stats.prefill_tokens_per_second, slo);
+      // By then the backlog ahead has drained to what the SLO allows.
+      const auto retry = static_cast<int>(std::clamp(std::ceil(*wait - slo), 1.0, 3600.0));
+      return Refusal{RejectReason::kSloTtft, unavailable(msg, "slo_ttft", retry)};
+    }
+  }
+  const int64_t before = outstanding_.fetch_add(n, std::memory_order_relaxed);
+  const int64_t queued = std::max<int64_t>(0, before + n - stats.max_num_seqs);
+  if (queued > config_.max_queued_requests) {
+    outstanding_.fetch_sub(n, std::memory_order_relaxed);
+    const int64_t waiting = std::max<int64_t>(0, before - stats.max_num_seqs);
+    return Refusal{
+        RejectReason::kQueueFull,
+        unavailable("the server is overloaded: " + std::to_string(waiting) +
+                        " sequences are waiting for one of the " +
+                        std::to_string(stats.max_num_seqs) + " slots (--max-queued-requests " +
+                        std::to_string(config_.max_queued_requests) + "); retry later",
+                    "queue_full")};
+  }
+  return std::nullopt;
+}
+
+void Admission::release(int32_t n) {
+  outstanding_.fetch_sub(n, std::memory_order_relaxed);
+}
+
+}  // namespace novaserve

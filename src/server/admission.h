@@ -1,0 +1,74 @@
+// Admission control for inference requests (docs/api.md, "Admission and overload"): a request
+// is refused at once, with 503 and Retry-After, when the sequences waiting for a slot would
+// exceed --max-queued-requests, or when a TTFT SLO is set and the prefill work queued ahead of
+// it would make it wait past that SLO. Everything admitted is then bounded by --max-queue-time in
+// the engine (the scheduler expires what waited too long).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "engine/request.h"
+#include "server/http_message.h"
+
+namespace novaserve {
+
+/// Why a request was refused (the `reason` label of novaserve_requests_rejected_total).
+enum class RejectReason {
+  kQueueFull,     ///< --max-queued-requests sequences already wait for a slot
+  kSloTtft,       ///< the expected wait exceeds the TTFT SLO
+  kQueueTimeout,  ///< admitted, but it waited past --max-queue-time (expired by the engine)
+  kShuttingDown,  ///< the server is draining
+};
+inline constexpr int kNumRejectReasons = 4;
+
+/// The label value of `r`: "queue_full", "slo_ttft", "queue_timeout", "shutting_down".
+const char* reject_reason_name(RejectReason r);
+
+/// Admission settings (serve flags).
+struct AdmissionConfig {
+  int32_t max_queued_requests = 1024;  ///< --max-queued-requests: sequences waiting for a slot
+  /// The TTFT bound of the SLO-aware refusal: --slo-ttft-p95, else --slo-ttft-p99; 0 = off.
+  std::chrono::milliseconds slo_ttft{0};
+};
+
+/// A refusal: the 503 response to send and the metric reason.
+struct Refusal {
+  RejectReason reason;
+  HttpResponse response;
+};
+
+/// The expected wait of a request of `prompt_tokens`: (prefill tokens pending + its own) /
+/// prefill rate, in seconds; nullopt when the engine has not measured a rate yet.
+std::optional<double> expected_prefill_wait(const EngineStats& stats, int64_t prompt_tokens);
+
+/// Counts the sequences admitted and not yet finished, and decides admission. Thread-safe
+/// (I/O threads admit, engine outputs release).
+class Admission {
+ public:
+  explicit Admission(AdmissionConfig config = {}) : config_(config) {}
+
+  /// Reserves `n` >= 1 sequences (a request's choices) with `prompt_tokens` in all, or returns
+  /// the refusal. `stats` is the engine's current snapshot (max_num_seqs, the prefill backlog
+  /// and rate). The queue count is exact: sequences beyond the engine's max_num_seqs slots,
+  /// over everything admitted here and not yet released.
+  std::optional<Refusal> try_admit(const EngineStats& stats, int32_t n, int64_t prompt_tokens);
+
+  /// Ends `n` sequences reserved by try_admit (each choice's final output, or a failed submit).
+  void release(int32_t n);
+
+  /// Sequences admitted and not yet released.
+  int64_t outstanding() const { return outstanding_.load(std::memory_order_relaxed); }
+  const AdmissionConfig& config() const { return config_; }
+  /// Replaces the settings (before serving starts; not synchronized with try_admit).
+  void set_config(const AdmissionConfig& config) { config_ = config; }
+
+ private:
+  AdmissionConfig config_;
+  std::atomic<int64_t> outstanding_{0};
+};
+
+}  // namespace novaserve
