@@ -44,16 +44,18 @@ OptErr parse_lengths(const FieldReader& f, ApiKind kind, GenerationParams& out) 
 }
 
 OptErr parse_sampling(const FieldReader& f, int32_t n_vocab, SamplingParams& s) {
-  std::optional<double> d;
-  if (auto e = f.get_number("temperature", d)) return e;
+  // Range checks run on the float the engine gets, so that no value passes here and then fails
+  // SamplingParams::validate (whose error names no param).
+  std::optional<float> d;
+  if (auto e = f.get_float("temperature", d)) return e;
   if (d) {
     if (*d < 0) return out_of_range("temperature", ">= 0", *d);
-    s.temperature = static_cast<float>(*d);
+    s.temperature = *d;
   }
-  if (auto e = f.get_number("top_p", d)) return e;
+  if (auto e = f.get_float("top_p", d)) return e;
   if (d) {
     if (!(*d > 0 && *d <= 1)) return out_of_range("top_p", "in (0, 1]", *d);
-    s.top_p = static_cast<float>(*d);
+    s.top_p = *d;
   }
   std::optional<int64_t> k;
   if (auto e = f.get_int("top_k", k)) return e;
@@ -62,27 +64,25 @@ OptErr parse_sampling(const FieldReader& f, int32_t n_vocab, SamplingParams& s) 
     // vLLM: -1 and 0 disable; values above the vocabulary keep every token.
     s.top_k = *k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(*k, n_vocab));
   }
-  if (auto e = f.get_number("min_p", d)) return e;
+  if (auto e = f.get_float("min_p", d)) return e;
   if (d) {
     if (!(*d >= 0 && *d <= 1)) return out_of_range("min_p", "in [0, 1]", *d);
-    s.min_p = static_cast<float>(*d);
+    s.min_p = *d;
   }
-  if (auto e = f.get_number("presence_penalty", d)) return e;
+  if (auto e = f.get_float("presence_penalty", d)) return e;
   if (d) {
     if (!(*d >= -2 && *d <= 2)) return out_of_range("presence_penalty", "in [-2, 2]", *d);
-    s.presence_penalty = static_cast<float>(*d);
+    s.presence_penalty = *d;
   }
-  if (auto e = f.get_number("frequency_penalty", d)) return e;
+  if (auto e = f.get_float("frequency_penalty", d)) return e;
   if (d) {
     if (!(*d >= -2 && *d <= 2)) return out_of_range("frequency_penalty", "in [-2, 2]", *d);
-    s.frequency_penalty = static_cast<float>(*d);
+    s.frequency_penalty = *d;
   }
-  if (auto e = f.get_number("repetition_penalty", d)) return e;
+  if (auto e = f.get_float("repetition_penalty", d)) return e;
   if (d) {
-    if (!(*d > 0) || *d > std::numeric_limits<float>::max()) {
-      return out_of_range("repetition_penalty", "> 0", *d);
-    }
-    s.repetition_penalty = static_cast<float>(*d);
+    if (!(*d > 0)) return out_of_range("repetition_penalty", "> 0", *d);
+    s.repetition_penalty = *d;
   }
   std::optional<int64_t> seed;
   if (auto e = f.get_int("seed", seed)) return e;

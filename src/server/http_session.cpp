@@ -1,10 +1,13 @@
 #include "server/http_session.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <cstdio>
+
+#include "server/request_framing.h"
 
 namespace novaserve {
 
@@ -23,6 +26,20 @@ constexpr std::chrono::seconds kLinger{2};
 // (a write failure still ends a stream).
 constexpr size_t kMaxPipelined = 64 * 1024;
 constexpr size_t kMonitorChunk = 4096;
+// Bytes asked for per read while a request head arrives.
+constexpr size_t kHeadReadChunk = 4096;
+// Chunk extensions carry nothing we use; more than this over one body is abuse (a client could
+// otherwise make us parse megabytes that never count against --max-body-bytes).
+constexpr size_t kMaxChunkExtBytes = 16 * 1024;
+// The read buffer holds a head, pipelined bytes, and a chunk-size line or trailer section that
+// Beast needs whole. Its cap is what a well-behaved client can need plus two of Beast's 64 KiB
+// body reads; a chunk line or trailer section that does not fit gets 400, so memory per
+// connection stays bounded.
+constexpr size_t kBufferSlack = 128 * 1024;
+
+size_t buffer_cap(const TransportLimits& limits) {
+  return std::max(limits.max_header_bytes, kMaxPipelined + kMonitorChunk) + kBufferSlack;
+}
 
 // The per-request ResponseChannel: forwards to its session, tagged with the exchange number so
 // a late call from a finished request cannot touch the next one.
@@ -60,6 +77,11 @@ HttpSession::HttpSession(asio::ip::tcp::socket socket, const TransportLimits& li
       limits_(limits),
       dispatch_(dispatch),
       open_exchanges_(open_exchanges),
+      buffer_(buffer_cap(limits)),
+      on_chunk_header_([this](std::uint64_t, boost::beast::string_view ext, error_code& ec) {
+        chunk_ext_bytes_ += ext.size();
+        if (chunk_ext_bytes_ > kMaxChunkExtBytes) ec = http::error::bad_chunk_extension;
+      }),
       read_timer_(socket_.get_executor()),
       request_timer_(socket_.get_executor()) {}
 
@@ -72,11 +94,43 @@ void HttpSession::read_request() {
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
   parser_->body_limit(limits_.max_body_bytes);
+  parser_->on_chunk_header(on_chunk_header_);
+  chunk_ext_bytes_ = 0;
+  head_request_ = false;
   read_timed_out_ = false;
   arm_read_timer();
-  http::async_read_header(
-      socket_, buffer_, *parser_,
-      [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
+  read_head();
+}
+
+// Reads until the head is complete, then lets Beast parse it from the buffer (it reads nothing
+// more for the head). Beast never sees a head that check_request_head refused.
+void HttpSession::read_head() {
+  const std::string_view received(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  const HeadCheck check = check_request_head(received, limits_.max_header_bytes);
+  if (check.state == HeadCheck::State::kInvalid) {
+    ++read_seq_;
+    read_timer_.cancel();
+    reject(transport_error(check.error.status, check.error.message, check.error.code.c_str()));
+    return;
+  }
+  if (check.state == HeadCheck::State::kComplete) {
+    buffer_.consume(check.skip);
+    http::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
+    return;
+  }
+  socket_.async_read_some(
+      buffer_.prepare(kHeadReadChunk),
+      [self = shared_from_this()](error_code ec, size_t n) { self->on_head_bytes(ec, n); });
+}
+
+void HttpSession::on_head_bytes(error_code ec, size_t n) {
+  // The timer may fire after this read completed but before its handler ran.
+  if (!ec && read_timed_out_) ec = asio::error::timed_out;
+  if (handle_read_error(ec)) return;
+  buffer_.commit(n);
+  read_head();
 }
 
 void HttpSession::arm_read_timer() {
@@ -95,7 +149,7 @@ bool HttpSession::handle_read_error(error_code ec) {
   ++read_seq_;
   read_timer_.cancel();
   if (read_timed_out_) {
-    if (parser_ && parser_->got_some()) {
+    if (buffer_.size() > 0 || (parser_ && parser_->got_some())) {
       char secs[32];
       std::snprintf(secs, sizeof secs, "%g", limits_.header_timeout.count() / 1000.0);
       reject(transport_error(
@@ -114,6 +168,15 @@ bool HttpSession::handle_read_error(error_code ec) {
                            "request body is larger than " + std::to_string(limits_.max_body_bytes) +
                                " bytes (--max-body-bytes)",
                            "request_too_large"));
+  } else if (ec == http::error::bad_chunk_extension && chunk_ext_bytes_ > kMaxChunkExtBytes) {
+    reject(transport_error(
+        400, "chunk extensions exceed " + std::to_string(kMaxChunkExtBytes) + " bytes in total",
+        "bad_request"));
+  } else if (ec == http::error::buffer_overflow) {
+    reject(transport_error(400,
+                           "a chunk-size line or the trailer section is larger than " +
+                               std::to_string(buffer_.max_size()) + " bytes",
+                           "bad_request"));
   } else if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
              ec != http::error::end_of_stream && ec != http::error::partial_message) {
     reject(transport_error(400, "malformed HTTP request: " + ec.message(), "bad_request"));
@@ -126,6 +189,7 @@ bool HttpSession::handle_read_error(error_code ec) {
 void HttpSession::on_header(error_code ec) {
   if (handle_read_error(ec)) return;
   const auto& req = parser_->get();
+  head_request_ = req.method() == http::verb::head;
   if (static_cast<size_t>(std::distance(req.begin(), req.end())) > limits_.max_header_fields) {
     ++read_seq_;
     read_timer_.cancel();
@@ -135,6 +199,11 @@ void HttpSession::on_header(error_code ec) {
         "request_header_fields_too_large"));
     return;
   }
+  // Snapshot now: Beast adds trailer fields of a chunked body to the same message, and a trailer
+  // must not add or change a header (Authorization, Connection, ...).
+  head_fields_.clear();
+  for (const auto& f : req) head_fields_.emplace_back(f.name_string(), f.value());
+  keep_alive_ = req.keep_alive();
   if (parser_->is_done()) {
     on_request();
     return;
@@ -163,10 +232,9 @@ void HttpSession::on_request() {
   r.method = std::string(msg.method_string());
   r.target = std::string(msg.target());
   r.path = r.target.substr(0, r.target.find('?'));
-  for (const auto& f : msg)
-    r.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+  r.headers = std::move(head_fields_);
+  head_fields_.clear();
   r.body = std::move(msg.body());
-  keep_alive_ = msg.keep_alive();
 
   ++gen_;
   responding_ = true;
@@ -260,7 +328,7 @@ void HttpSession::send(uint64_t gen, HttpResponse r) {
   ended_ = true;
   std::string out = serialize_head(r.status, r.content_type, r.headers,
                                    static_cast<long long>(r.body.size()), keep_alive_);
-  out += r.body;
+  if (!head_request_) out += r.body;  // HEAD: the head announces the body, which is not sent
   queue_write(std::move(out), true);
 }
 
@@ -272,14 +340,14 @@ void HttpSession::start_stream(uint64_t gen, int status, const std::string& cont
 }
 
 void HttpSession::write_chunk(uint64_t gen, const std::string& data) {
-  if (!live(gen) || !head_sent_ || data.empty()) return;
+  if (!live(gen) || !head_sent_ || data.empty() || head_request_) return;
   queue_write(http_chunk(data), false);
 }
 
 void HttpSession::end_stream(uint64_t gen) {
   if (!live(gen) || !head_sent_) return;
   ended_ = true;
-  queue_write(std::string(kLastChunk), true);
+  queue_write(head_request_ ? std::string() : std::string(kLastChunk), true);
 }
 
 void HttpSession::reject(const ApiError& e) {
@@ -287,7 +355,7 @@ void HttpSession::reject(const ApiError& e) {
   const std::string body = dump_json(e.to_json());
   std::string out =
       serialize_head(e.status, "application/json", {}, static_cast<long long>(body.size()), false);
-  out += body;
+  if (!head_request_) out += body;
   queue_write(std::move(out), true);
 }
 

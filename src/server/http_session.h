@@ -1,7 +1,10 @@
-// One client connection: HTTP/1.1 with keep-alive on a Boost.Beast parser. Enforces the
-// transport limits (header block size and field count -> 431, body size -> 413, header timeout
-// against slowloris, request deadline), and keeps a read pending on the socket while a response
-// is in flight so that a client disconnect is noticed at once (not by polling).
+// One client connection: HTTP/1.1 with keep-alive on a Boost.Beast parser. The request head is
+// read into the buffer and checked by check_request_head (request_framing.h: smuggling-proof
+// framing, 400/501/505 and close) before Beast parses it. Enforces the transport limits (header
+// block size and field count -> 431, body size -> 413, chunk extensions and trailers bounded,
+// header timeout against slowloris, request deadline), and keeps a read pending on the socket
+// while a response is in flight so that a client disconnect is noticed at once (not by polling).
+// HEAD is answered with the head of the response a handler produces and no body.
 #pragma once
 
 #include <array>
@@ -62,6 +65,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
  private:
   void read_request();
+  void read_head();
+  void on_head_bytes(boost::system::error_code ec, size_t n);
   void arm_read_timer();
   void on_header(boost::system::error_code ec);
   void on_body(boost::system::error_code ec);
@@ -86,8 +91,14 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   const TransportLimits& limits_;
   const Dispatch& dispatch_;
   ExchangeCounter& open_exchanges_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_;  // capped (see kBufferSlack): bounds chunk lines, trailers
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  // Beast keeps a reference to this callback; it sums the chunk extensions of one request.
+  std::function<void(std::uint64_t, boost::beast::string_view, boost::system::error_code&)>
+      on_chunk_header_;
+  size_t chunk_ext_bytes_ = 0;
+  HeaderList head_fields_;     // the header section as parsed; trailer fields never join it
+  bool head_request_ = false;  // HEAD: responses go out without their body
   boost::asio::steady_timer read_timer_;     // header timeout, then linger limit
   boost::asio::steady_timer request_timer_;  // --timeout, then the write grace
   bool read_timed_out_ = false;

@@ -72,6 +72,24 @@ std::optional<ApiError> FieldReader::get_number(const char* name,
   return std::nullopt;
 }
 
+std::optional<ApiError> FieldReader::get_float(const char* name, std::optional<float>& out) const {
+  out.reset();
+  std::optional<double> d;
+  if (auto e = get_number(name, d)) return e;
+  if (!d) return std::nullopt;
+  if (std::fabs(*d) > std::numeric_limits<float>::max()) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g", *d);
+    return invalid_request(quoted(param(name)) +
+                               " must be within the 32-bit float range (magnitude at most "
+                               "3.40282347e+38), got " +
+                               buf,
+                           param(name));
+  }
+  out = static_cast<float>(*d);
+  return std::nullopt;
+}
+
 std::optional<ApiError> FieldReader::get_bool(const char* name, std::optional<bool>& out) const {
   out.reset();
   const Json* v = find(name);

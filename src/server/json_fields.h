@@ -28,6 +28,10 @@ class FieldReader {
   std::optional<ApiError> get_int(const char* name, std::optional<int64_t>& out) const;
   /// Any JSON number, as double (non-finite values cannot occur in JSON text).
   std::optional<ApiError> get_number(const char* name, std::optional<double>& out) const;
+  /// A JSON number for a 32-bit float field (the engine's sampling parameters), rounded to float
+  /// so that the caller's range checks see the value the engine will use (1e-50 becomes 0).
+  /// A magnitude beyond FLT_MAX (1e308) is a 400 naming the field, not an infinity.
+  std::optional<ApiError> get_float(const char* name, std::optional<float>& out) const;
   std::optional<ApiError> get_bool(const char* name, std::optional<bool>& out) const;
   std::optional<ApiError> get_string(const char* name, std::optional<std::string>& out) const;
 

@@ -10,12 +10,13 @@ Router::Found Router::find(std::string_view method, std::string_view path) const
   Found f;
   for (const Route& r : routes_) {
     if (r.path != path) continue;
-    if (r.method == method) {
+    if (r.method == method || (method == "HEAD" && r.method == "GET")) {
       f.route = &r;
       return f;
     }
     if (!f.allow.empty()) f.allow += ", ";
     f.allow += r.method;
+    if (r.method == "GET") f.allow += ", HEAD";
   }
   if (f.allow.empty()) {
     f.error.status = 404;
@@ -29,6 +30,13 @@ Router::Found Router::find(std::string_view method, std::string_view path) const
                       "; allowed: " + f.allow;
   }
   return f;
+}
+
+bool Router::is_public(std::string_view path) const {
+  for (const Route& r : routes_) {
+    if (r.path == path && r.is_public) return true;
+  }
+  return false;
 }
 
 }  // namespace novaserve

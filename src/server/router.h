@@ -1,4 +1,5 @@
-// (method, path) -> handler, with OpenAI-style 404 and 405 errors for everything else.
+// (method, path) -> handler, with OpenAI-style 404 and 405 errors for everything else. HEAD is
+// served by the GET route of a path (RFC 9110 section 9.3.2; the transport drops the body).
 #pragma once
 
 #include <functional>
@@ -32,8 +33,13 @@ class Router {
     ApiError error;                ///< 404 not_found_error, or 405 with `allow` set
     std::string allow;             ///< "GET, POST" for 405's Allow header
   };
-  /// Exact path match (no trailing-slash folding).
+  /// Exact path match (no trailing-slash folding). "HEAD" finds the path's GET route; the Allow
+  /// list of a 405 names HEAD after GET.
   Found find(std::string_view method, std::string_view path) const;
+
+  /// True when `path` belongs to a public route (any method): such requests are routed without
+  /// an API key, every other request is authenticated before it is routed.
+  bool is_public(std::string_view path) const;
 
  private:
   std::vector<Route> routes_;

@@ -27,13 +27,17 @@ void add_routes(Router& router, ServerContext& ctx) {
 
 void dispatch_request(const Router& router, const ServerContext& ctx, HttpRequest&& request,
                       const std::shared_ptr<ResponseChannel>& channel) {
-  const Router::Found found = router.find(request.method, request.path);
-  if (found.route == nullptr) {
-    HttpResponse r = HttpResponse::error(found.error);
-    if (found.error.status == 405) r.headers.emplace_back("Allow", found.allow);
-    return channel->send(std::move(r));
+  size_t authorizations = 0;
+  for (const auto& [name, value] : request.headers)
+    authorizations += iequals(name, "Authorization");
+  if (authorizations > 1) {
+    // Proxies and servers disagree on which of two wins; refusing leaves nothing to pick.
+    return channel->send(HttpResponse::error(
+        invalid_request("request has " + std::to_string(authorizations) +
+                        " Authorization headers; send exactly one: Authorization: Bearer <key>")));
   }
-  if (!found.route->is_public && !ctx.auth.allows(request.header("Authorization"))) {
+  // Authentication comes before routing, so that 404 and 405 cannot map the API without a key.
+  if (!router.is_public(request.path) && !ctx.auth.allows(request.header("Authorization"))) {
     ApiError e;
     e.status = 401;
     e.type = "authentication_error";
@@ -41,6 +45,12 @@ void dispatch_request(const Router& router, const ServerContext& ctx, HttpReques
     e.message = "missing or incorrect API key; send Authorization: Bearer <key>";
     HttpResponse r = HttpResponse::error(e);
     r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return channel->send(std::move(r));
+  }
+  const Router::Found found = router.find(request.method, request.path);
+  if (found.route == nullptr) {
+    HttpResponse r = HttpResponse::error(found.error);
+    if (found.error.status == 405) r.headers.emplace_back("Allow", found.allow);
     return channel->send(std::move(r));
   }
   try {

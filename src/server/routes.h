@@ -1,6 +1,6 @@
-// The server's route table and the dispatch step in front of it: routing (404/405), API-key
-// check (401; /health and /metrics public), then the handler, with a last-resort 500 for
-// internal failures so that a handler bug never kills the process.
+// The server's route table and the dispatch step in front of it: duplicate Authorization (400),
+// API-key check (401; /health and /metrics public) before routing (404/405), then the handler,
+// with a last-resort 500 for internal failures so that a handler bug never kills the process.
 #pragma once
 
 #include <memory>

@@ -112,6 +112,8 @@ RULES = [
     ("temperature_negative", COMPLETIONS, completion(temperature=-1), 400, "temperature", None),
     ("temperature_wrong_type", COMPLETIONS, completion(temperature="hot"), 400, "temperature",
      None),
+    ("temperature_beyond_float", COMPLETIONS, completion(temperature=1e308), 400, "temperature",
+     "32-bit float range"),
     ("top_p_zero", COMPLETIONS, completion(top_p=0), 400, "top_p", None),
     ("top_p_above_one", CHAT, chat(top_p=1.5), 400, "top_p", None),
     ("top_k_below_minus_one", COMPLETIONS, completion(top_k=-5), 400, "top_k", None),
@@ -323,7 +325,8 @@ def case_escaped_pair_is_fine(server):
 
 
 def case_invalid_utf8_in_path(server):
-    r = server.send_raw(b"GET /v1/\xff\xfe HTTP/1.1\r\nHost: x\r\n\r\n")
+    # With the key: authentication runs before routing, so without one this is a 401.
+    r = server.send_raw(b"GET /v1/\xff\xfe HTTP/1.1\r\nHost: x\r\n" + server.auth_header() + b"\r\n")
     check_error(r, 404)
     r.body.decode("utf-8")  # the error names the path with U+FFFD, as valid UTF-8
 

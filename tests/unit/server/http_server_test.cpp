@@ -1,5 +1,6 @@
 // The HTTP transport over real loopback sockets against the FakeEngine: keep-alive, pipelining,
-// 404/405/413/431/408/400/401 as JSON error objects, slowloris and idle timeouts, SSE streaming,
+// 404/405/413/431/408/400/401 as JSON error objects, framing faults that close the connection,
+// trailers and chunk extensions, HEAD, slowloris and idle timeouts, SSE streaming,
 // disconnect-driven cancellation and the shutdown drain.
 #include "server/http_server.h"
 
@@ -231,6 +232,134 @@ TEST_F(HttpServerTest, ApiKeysGuardAllButHealthAndMetrics) {
   EXPECT_EQ(Json::parse(r->body)["data"][0]["id"], "test-model");
   EXPECT_EQ(roundtrip(http_get("/health"))->status, 200);
   EXPECT_EQ(roundtrip(http_get("/metrics"))->status, 200);
+  // Authentication comes before routing: without a key, no 404 or 405 gives the API away.
+  EXPECT_EQ(roundtrip(http_get("/v1/secret"))->status, 401);
+  EXPECT_EQ(roundtrip("DELETE /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")->status, 401);
+  EXPECT_EQ(roundtrip(http_get("/v1/secret", "Authorization: Bearer sk-one\r\n"))->status, 404);
+}
+
+// Sends `raw` on a fresh connection and returns everything received until the server closed
+// (empty when it did not close within 5 s).
+std::string until_closed(uint16_t port, const std::string& raw) {
+  TestConnection c(port);
+  c.send(raw);  // the server may close before reading it all
+  if (!c.wait_closed(5000ms)) return {};
+  return c.read_some(0, 0ms);
+}
+
+// True when `got` is exactly one response with a Content-Length body: nothing follows it.
+bool one_response(const std::string& got) {
+  const size_t end = got.find("\r\n\r\n");
+  const size_t cl = got.find("Content-Length: ");
+  if (end == std::string::npos || cl == std::string::npos || cl > end) return false;
+  return got.size() == end + 4 + std::stoul(got.substr(cl + 16));
+}
+
+TEST_F(HttpServerTest, FramingFaultsGetOneAnswerThenTheConnectionCloses) {
+  start();
+  const std::string hidden = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const auto& [head, status] : std::vector<std::pair<std::string, int>>{
+           {"Transfer-Encoding: gzip\r\n", 400},
+           {"Transfer-Encoding: chunked, identity\r\n", 400},
+           {"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 400},
+           {"Content-Length: 5\r\nContent-Length: 5\r\n", 400},
+           {"X-Fold: a\r\n b\r\n", 400},
+           {"Transfer-Encoding: gzip, chunked\r\n", 501}}) {
+    const std::string raw =
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + head + "\r\n0\r\n\r\n" + hidden;
+    const std::string got = until_closed(port(), raw);
+    ASSERT_FALSE(got.empty()) << "not closed: " << head;
+    EXPECT_EQ(got.rfind("HTTP/1.1 " + std::to_string(status) + " ", 0), 0u) << got;
+    EXPECT_NE(got.find("Connection: close\r\n"), std::string::npos);
+    EXPECT_TRUE(one_response(got)) << "second response: " << got;
+  }
+  // Bare LF, and a missing Host on HTTP/1.1.
+  std::string got = until_closed(port(), "GET /health HTTP/1.1\nHost: x\n\n" + hidden);
+  EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << got;
+  EXPECT_NE(got.find("bare LF"), std::string::npos) << got;
+  EXPECT_TRUE(one_response(got)) << got;
+  got = until_closed(port(), "GET /health HTTP/1.1\r\n\r\n" + hidden);
+  EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << got;
+  EXPECT_TRUE(one_response(got)) << got;
+  EXPECT_EQ(roundtrip(http_get("/health"))->status, 200);
+}
+
+TEST_F(HttpServerTest, TrailersNeverAddOrChangeHeaders) {
+  start({}, 100us, {"sk-one"});
+  const std::string body = R"({"prompt": "x", "max_tokens": 2})";
+  const auto chunked = [&](const std::string& head, const std::string& trailer) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + head +
+           "Transfer-Encoding: chunked\r\n\r\n" + http_chunk(body) + "0\r\n" + trailer + "\r\n";
+  };
+  // A key in a trailer does not authenticate.
+  auto r = roundtrip(chunked("", "Authorization: Bearer sk-one\r\n"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  // A trailer's Authorization is no duplicate of the header's, and Connection in a trailer
+  // does not close a keep-alive connection.
+  TestConnection c(port());
+  ASSERT_TRUE(c.send(chunked("Authorization: Bearer sk-one\r\n",
+                             "Authorization: Bearer wrong\r\nConnection: close\r\n")));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->headers["connection"], "keep-alive");
+  ASSERT_TRUE(c.send(http_get("/health")));
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // Framing fields in a trailer are refused (Beast's parser) and close the connection.
+  const std::string got =
+      until_closed(port(), chunked("Authorization: Bearer sk-one\r\n", "Content-Length: 99\r\n"));
+  EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << got;
+}
+
+TEST_F(HttpServerTest, ChunkExtensionAbuseIs400WithBoundedMemory) {
+  start();
+  const std::string head =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  // Many chunks whose extensions add up past the limit.
+  std::string raw = head;
+  for (int i = 0; i < 20; ++i) raw += "1;e=" + std::string(1000, 'a') + "\r\nx\r\n";
+  std::string got = until_closed(port(), raw);
+  EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << got;
+  EXPECT_NE(got.find("chunk extensions exceed"), std::string::npos) << got;
+  // One chunk-size line that never ends: refused when the read buffer's cap is reached.
+  got = until_closed(port(), head + "1;e=" + std::string(1 << 20, 'a'));
+  EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << got.substr(0, 300);
+  EXPECT_NE(got.find("chunk-size line"), std::string::npos) << got.substr(0, 300);
+  // Small well-formed extensions are ignored.
+  const std::string body = R"({"prompt": "x", "max_tokens": 2})";
+  auto r = roundtrip(head + "1;a=b;c=\"d\"\r\n" + body.substr(0, 1) + "\r\n" +
+                     http_chunk(body.substr(1)) + "0\r\n\r\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
+TEST_F(HttpServerTest, HeadAnswersLikeGetWithoutTheBody) {
+  start();
+  for (const char* path : {"/health", "/v1/models"}) {
+    auto get = roundtrip(http_get(path));
+    ASSERT_TRUE(get);
+    const std::string got = until_closed(
+        port(), std::string("HEAD ") + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const size_t end = got.find("\r\n\r\n");
+    ASSERT_NE(end, std::string::npos) << got;
+    EXPECT_EQ(got.rfind("HTTP/1.1 " + std::to_string(get->status) + " ", 0), 0u) << got;
+    EXPECT_NE(got.find("Content-Length: " + std::to_string(get->body.size()) + "\r\n"),
+              std::string::npos)
+        << got;
+    EXPECT_EQ(got.substr(end + 4), "") << "HEAD sent a body";
+  }
+  // Keep-alive after HEAD: the next response starts right after the head.
+  const std::string got =
+      until_closed(port(),
+                   "HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                   "GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const size_t end = got.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << got;
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+  EXPECT_EQ(got.substr(end + 4, 13), "HTTP/1.1 404 ") << got;
 }
 
 TEST_F(HttpServerTest, InvalidUtf8BodyIs400AndTheServerKeepsServing) {

@@ -135,6 +135,21 @@ const Case kCases[] = {
      "repetition_penalty", "> 0"},
     {"repetition_penalty_negative", false, completion(R"("repetition_penalty": -1.5)"),
      "repetition_penalty", "> 0"},
+    // Beyond float's range (the engine's type): the field is named, never param null.
+    {"temperature_huge", false, completion(R"("temperature": 1e308)"), "temperature",
+     "32-bit float range"},
+    {"top_p_huge", false, completion(R"("top_p": -1e300)"), "top_p", "32-bit float range"},
+    {"min_p_huge", false, completion(R"("min_p": 1e39)"), "min_p", "32-bit float range"},
+    {"presence_penalty_huge", false, completion(R"("presence_penalty": 1e308)"), "presence_penalty",
+     "32-bit float range"},
+    {"frequency_penalty_huge", true, chat(R"("frequency_penalty": -1e308)"), "frequency_penalty",
+     "32-bit float range"},
+    {"repetition_penalty_huge", false, completion(R"("repetition_penalty": 1e39)"),
+     "repetition_penalty", "32-bit float range"},
+    // Below float's smallest subnormal the value rounds to 0, which these ranges exclude.
+    {"top_p_underflow", false, completion(R"("top_p": 1e-50)"), "top_p", "in (0, 1]"},
+    {"repetition_penalty_underflow", false, completion(R"("repetition_penalty": 1e-50)"),
+     "repetition_penalty", "> 0"},
     {"seed_string", false, completion(R"("seed": "42")"), "seed", "must be an integer"},
     {"seed_fraction", false, completion(R"("seed": 4.2)"), "seed", "must be an integer"},
     // logit_bias
