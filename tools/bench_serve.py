@@ -7,7 +7,8 @@ Starts the real server on a free loopback port and measures, through HTTP with s
   * server overhead per engine step as a share of step time: the engine thread's time outside
     the model's forward pass (planning, sampling, output callbacks; from the
     novaserve_engine_{step,forward}_seconds_total counters) plus the CPU time of the HTTP threads
-    (JSON, detokenization, SSE; from /proc/PID/task/*/schedstat of the threads named ns-http);
+    (JSON, tokenization, detokenization, SSE; from /proc/PID/task/*/schedstat of the threads
+    named ns-http and ns-tokenize);
   * TTFT P50/P99 of a short prompt while 16 long greedy streams run.
 
 Usage: tools/bench_serve.py [--binary build/novaserve] [--model M] [--threads 2] [--json OUT]
@@ -91,7 +92,8 @@ def run_streams(srv, n, max_tokens):
     tokens = sum(len(ts) for _, ts in results)
     decode = sum((len(ts) - 1) / (ts[-1] - ts[0]) for _, ts in results if len(ts) > 1)
     d = {k: after_m[k] - before_m[k] for k in after_m}
-    http_cpu = after_cpu.get("ns-http", 0) - before_cpu.get("ns-http", 0)
+    http_cpu = sum(after_cpu.get(name, 0) - before_cpu.get(name, 0)
+                   for name in ("ns-http", "ns-tokenize"))
     engine_other = d["step_seconds_total"] - d["forward_seconds_total"]
     step = d["step_seconds_total"]
     return {

@@ -3,8 +3,8 @@
 #include "common/utf8.h"
 #include "server/completion_format.h"
 #include "server/completion_request.h"
-#include "server/generation_job.h"
 #include "server/handler_common.h"
+#include "server/prepared_request.h"
 #include "server/prompt_fit.h"
 #include "tokenizer/tokenizer.h"
 
@@ -14,32 +14,26 @@ namespace {
 // OpenAI's default max_tokens for completions.
 constexpr int64_t kDefaultMaxTokens = 16;
 
-}  // namespace
-
-void handle_completions(ServerContext& ctx, HttpRequest& request,
-                        const std::shared_ptr<ResponseChannel>& channel) {
-  const auto arrival = std::chrono::steady_clock::now();
-  const ModelServices* m = model_for_inference(ctx, *channel);
-  if (m == nullptr) return;
-  auto body = parse_json_object(request.body);
-  if (!body.ok()) return channel->send(HttpResponse::error(body.error()));
-  auto req = parse_completion_request(body.value(), m->engine->n_vocab());
-  if (!req.ok()) return channel->send(HttpResponse::error(req.error()));
+// On the tokenize pool (see prepared_request.h).
+Prepared prepare_completions(const ServerContext& ctx, const ModelServices& m,
+                             const std::string& body_text) {
+  auto body = parse_json_object(body_text);
+  if (!body.ok()) return HttpResponse::error(body.error());
+  auto req = parse_completion_request(body.value(), m.engine->n_vocab());
+  if (!req.ok()) return HttpResponse::error(req.error());
   const GenerationParams& gen = req->gen;
-  if (auto e = check_model_name(ctx, gen.model)) return channel->send(HttpResponse::error(*e));
+  if (auto e = check_model_name(ctx, gen.model)) return HttpResponse::error(*e);
 
-  const Tokenizer& tok = *m->tokenizer;
+  const Tokenizer& tok = *m.tokenizer;
   JobPlan plan;
-  plan.arrival = arrival;
   std::vector<std::string> echo;
   for (const PromptInput& in : req->prompts) {
     // Special-token text in a prompt ("<|im_start|>") becomes that token, as HF tokenizers do.
     std::vector<int32_t> ids =
         in.text ? tok.encode(*in.text, /*add_special=*/true, /*parse_special=*/true) : in.ids;
     const size_t before = ids.size();
-    auto max_tokens =
-        fit_prompt(ids, gen, m->engine->context_length(), kDefaultMaxTokens, "prompt");
-    if (!max_tokens.ok()) return channel->send(HttpResponse::error(max_tokens.error()));
+    auto max_tokens = fit_prompt(ids, gen, m.engine->context_length(), kDefaultMaxTokens, "prompt");
+    if (!max_tokens.ok()) return HttpResponse::error(max_tokens.error());
     std::string echo_text;
     if (req->echo) {
       echo_text = in.text && ids.size() == before ? *in.text : utf8::sanitize(tok.decode(ids));
@@ -68,7 +62,16 @@ void handle_completions(ServerContext& ctx, HttpRequest& request,
                     gen.include_usage};
   auto format =
       std::make_unique<CompletionFormat>(std::move(meta), tok, std::move(echo), req->logprobs >= 0);
-  GenerationJob::start(ctx, *m, channel, std::move(format), std::move(plan));
+  return PreparedJob{std::move(format), std::move(plan)};
+}
+
+}  // namespace
+
+void handle_completions(ServerContext& ctx, HttpRequest& request,
+                        const std::shared_ptr<ResponseChannel>& channel) {
+  const ModelServices* m = model_for_inference(ctx, *channel);
+  if (m == nullptr) return;
+  run_prepared(ctx, *m, request, channel, prepare_completions);
 }
 
 }  // namespace novaserve

@@ -1,5 +1,7 @@
 #include "server/handler_common.h"
 
+#include <cstdio>
+
 namespace novaserve {
 
 HttpResponse unavailable(const std::string& message, const char* code, int retry_after_s) {
@@ -32,6 +34,17 @@ const ModelServices* model_for_utility(ServerContext& ctx, ResponseChannel& chan
   const ModelServices* m = ctx.model();
   if (m == nullptr) channel.send(unavailable("the model is still loading", "model_loading"));
   return m;
+}
+
+HttpResponse internal_error(const std::string& method, const std::string& path,
+                            const std::exception& ex) {
+  std::fprintf(stderr, "novaserve serve: internal error on %s %s: %s\n", method.c_str(),
+               path.c_str(), ex.what());
+  ApiError e;
+  e.status = 500;
+  e.type = "server_error";
+  e.message = std::string("internal error: ") + ex.what();
+  return HttpResponse::error(e);
 }
 
 std::optional<ApiError> check_model_name(const ServerContext& ctx,

@@ -2,6 +2,7 @@
 // draining) and the requested model name (404 model_not_found, as vLLM answers).
 #pragma once
 
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,12 @@ const ModelServices* model_for_inference(ServerContext& ctx, ResponseChannel& ch
 /// The model services for non-generating endpoints (tokenize, templates, models), which keep
 /// working while draining; answers 503 and returns null while loading.
 const ModelServices* model_for_utility(ServerContext& ctx, ResponseChannel& channel);
+
+/// 500 server_error for an internal fault (bad_alloc, a library throwing on a path we did not
+/// guard) while answering `method` `path`, logged to stderr: the request fails, the server keeps
+/// serving.
+HttpResponse internal_error(const std::string& method, const std::string& path,
+                            const std::exception& ex);
 
 /// 404 "The model `x` does not exist." when `model` is set and is not the served name.
 std::optional<ApiError> check_model_name(const ServerContext& ctx,

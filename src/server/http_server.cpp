@@ -19,7 +19,12 @@ constexpr std::chrono::seconds kAbortGrace{5};
 }  // namespace
 
 HttpServer::HttpServer(HttpServerOptions options, ServerContext& ctx)
-    : options_(std::move(options)), ctx_(ctx), ioc_(std::max(1, options_.threads)), signals_(ioc_) {
+    : options_(std::move(options)),
+      ctx_(ctx),
+      ioc_(std::max(1, options_.threads)),
+      signals_(ioc_),
+      tokenize_pool_(options_.tokenize_threads) {
+  ctx_.tokenize_executor = tokenize_pool_.executor();
   add_routes(router_, ctx_);
   dispatch_ = [this](HttpRequest&& r, std::shared_ptr<ResponseChannel> c) {
     dispatch_request(router_, ctx_, std::move(r), c);
@@ -32,6 +37,8 @@ HttpServer::~HttpServer() {
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
+  tokenize_pool_.stop();
+  ctx_.tokenize_executor = {};
 }
 
 Status HttpServer::listen() {
@@ -99,6 +106,9 @@ void HttpServer::run_until_drained() {
   ioc_.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
+  // Work still queued was accepted during the drain and its answer can no longer be written;
+  // the running work finishes first, so nothing touches the model once this returns.
+  tokenize_pool_.stop();
 }
 
 }  // namespace novaserve

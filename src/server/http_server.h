@@ -1,6 +1,6 @@
-// The OpenAI-compatible HTTP server: I/O threads running Boost.Asio, the listener, the route
-// table, signal handling and the shutdown drain. The model is published once loaded; until
-// then /health answers 503 "loading".
+// The OpenAI-compatible HTTP server: I/O threads running Boost.Asio, the tokenize pool that
+// handlers hand their heavy part to, the listener, the route table, signal handling and the
+// shutdown drain. The model is published once loaded; until then /health answers 503 "loading".
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -16,6 +16,7 @@
 #include "server/http_listener.h"
 #include "server/router.h"
 #include "server/server_context.h"
+#include "server/tokenize_pool.h"
 
 namespace novaserve {
 
@@ -23,7 +24,9 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;  ///< 0 picks a free port
   int backlog = 2048;
-  int threads = 2;  ///< --threads-http: I/O threads (parsing, templates, tokenization)
+  int threads = 2;  ///< --threads-http: I/O threads (HTTP framing, light endpoints, responses)
+  /// --threads-tokenize: the pool for body parsing, templates and tokenization (TokenizePool)
+  int tokenize_threads = 2;
   TransportLimits limits;
   /// --shutdown-timeout: after the first signal, in-flight requests may finish for this long;
   /// the rest are aborted (finish_reason "abort").
@@ -33,7 +36,8 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
-  /// `ctx` carries config, auth, metrics and lifecycle; it must outlive the server.
+  /// `ctx` carries config, auth, metrics and lifecycle; it must outlive the server, which sets
+  /// its tokenize_executor (and clears it when destroyed).
   HttpServer(HttpServerOptions options, ServerContext& ctx);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
@@ -47,8 +51,9 @@ class HttpServer {
   void start();
 
   /// Blocks until a drain is requested (first SIGTERM/SIGINT, or ctx.lifecycle.begin_drain()),
-  /// lets in-flight requests finish for up to shutdown_timeout, aborts the rest, then stops
-  /// the I/O threads. The engine may be destroyed after this returns, before the server.
+  /// lets in-flight requests (and those being prepared on the tokenize pool) finish for up to
+  /// shutdown_timeout, aborts the rest, then stops the I/O threads and the tokenize pool. The
+  /// engine and the model services may be destroyed after this returns, before the server.
   void run_until_drained();
 
  private:
@@ -63,6 +68,8 @@ class HttpServer {
   boost::asio::signal_set signals_;
   int signals_seen_ = 0;
   std::vector<std::thread> threads_;
+  // After ioc_: its queued work holds sessions, whose sockets belong to ioc_.
+  TokenizePool tokenize_pool_;
 };
 
 }  // namespace novaserve

@@ -1,5 +1,6 @@
-// The server's life: loading -> serving -> draining, and the set of in-flight inference requests
-// that a drain waits for (and aborts when --shutdown-timeout passes).
+// The server's life: loading -> serving -> draining, and the set of in-flight requests that a
+// drain waits for (and aborts when --shutdown-timeout passes): inference requests, and any
+// request while the tokenize pool prepares it.
 #pragma once
 
 #include <atomic>
@@ -26,7 +27,7 @@ class Lifecycle {
   /// Blocks until begin_drain() was called.
   void wait_for_drain();
 
-  /// Registers an in-flight inference request; `cancel` aborts it (thread-safe, non-blocking).
+  /// Registers an in-flight request; `cancel` aborts it (thread-safe, non-blocking).
   /// Returns the id for remove().
   uint64_t add(std::function<void()> cancel);
   void remove(uint64_t id);

@@ -1,11 +1,11 @@
 #include "server/routes.h"
 
-#include <cstdio>
 #include <exception>
 
 #include "server/admin_handlers.h"
 #include "server/chat_handler.h"
 #include "server/completions_handler.h"
+#include "server/handler_common.h"
 #include "server/text_handlers.h"
 
 namespace novaserve {
@@ -56,15 +56,7 @@ void dispatch_request(const Router& router, const ServerContext& ctx, HttpReques
   try {
     found.route->handler(request, channel);
   } catch (const std::exception& ex) {
-    // Only internal faults get here (bad_alloc, a library throwing on a path we did not guard);
-    // the request fails, the server keeps serving.
-    std::fprintf(stderr, "novaserve serve: internal error on %s %s: %s\n", request.method.c_str(),
-                 request.path.c_str(), ex.what());
-    ApiError e;
-    e.status = 500;
-    e.type = "server_error";
-    e.message = std::string("internal error: ") + ex.what();
-    channel->send(HttpResponse::error(e));
+    channel->send(internal_error(request.method, request.path, ex));
   }
 }
 

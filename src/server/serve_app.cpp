@@ -24,6 +24,7 @@ Status check_options(const ServeOptions& o) {
   if (o.model_path.empty()) return bad("--model is required");
   if (o.http.backlog < 1) return bad("--backlog must be >= 1");
   if (o.http.threads < 1) return bad("--threads-http must be >= 1");
+  if (o.http.tokenize_threads < 1) return bad("--threads-tokenize must be >= 1");
   if (o.http.limits.max_body_bytes < 1) return bad("--max-body-bytes must be >= 1");
   if (o.http.limits.header_timeout.count() < 1) return bad("--header-timeout must be > 0");
   if (o.http.limits.request_timeout.count() < 1) return bad("--timeout must be > 0");
@@ -68,7 +69,8 @@ Result<std::optional<ChatTemplate>> load_template(const ServeOptions& o, const G
 
 // Everything the model side owns. Declared after the HttpServer in run_serve, so it is
 // destroyed first: the engine stops (its last callbacks post into the stopped io_context)
-// before the server and its io_context go.
+// before the server and its io_context go. run_until_drained has joined the tokenize pool,
+// whose work reads these services, by then.
 struct LoadedModel {
   std::shared_ptr<const GgufFile> gguf;
   std::unique_ptr<Tokenizer> tokenizer;

@@ -52,6 +52,9 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
   cmd.add_option("--port", f.port, "TCP port (0 = any free port)")->capture_default_str();
   cmd.add_option("--backlog", f.backlog, "listen(2) backlog")->capture_default_str();
   cmd.add_option("--threads-http", f.threads_http, "HTTP I/O threads")->capture_default_str();
+  cmd.add_option("--threads-tokenize", f.threads_tokenize,
+                 "threads for request parsing, chat templates and tokenization")
+      ->capture_default_str();
   cmd.add_option("--max-body-bytes", f.max_body_bytes, "larger request bodies get 413")
       ->capture_default_str();
   cmd.add_option("--header-timeout", f.header_timeout,
@@ -86,6 +89,7 @@ Result<ServeOptions> to_serve_options(const ServeFlags& f) {
   NOVASERVE_RETURN_IF_ERROR(at_least("--port", f.port, 0, 65535));
   NOVASERVE_RETURN_IF_ERROR(at_least("--backlog", f.backlog, 1, 1 << 20));
   NOVASERVE_RETURN_IF_ERROR(at_least("--threads-http", f.threads_http, 1, 256));
+  NOVASERVE_RETURN_IF_ERROR(at_least("--threads-tokenize", f.threads_tokenize, 1, 256));
   NOVASERVE_RETURN_IF_ERROR(at_least("--max-body-bytes", f.max_body_bytes, 1, int64_t{1} << 40));
   NOVASERVE_RETURN_IF_ERROR(at_least("--max-queued-requests", f.max_queued_requests, 1, 1 << 30));
   auto header = seconds_flag("--header-timeout", f.header_timeout, false);
@@ -114,6 +118,7 @@ Result<ServeOptions> to_serve_options(const ServeFlags& f) {
   o.http.port = static_cast<uint16_t>(f.port);
   o.http.backlog = static_cast<int>(f.backlog);
   o.http.threads = static_cast<int>(f.threads_http);
+  o.http.tokenize_threads = static_cast<int>(f.threads_tokenize);
   o.http.limits.max_body_bytes = static_cast<size_t>(f.max_body_bytes);
   o.http.limits.header_timeout = header.value();
   o.http.limits.request_timeout = timeout.value();

@@ -24,6 +24,7 @@ struct ServeFlags {
   int64_t port = 8080;
   int64_t backlog = 2048;
   int64_t threads_http = 2;
+  int64_t threads_tokenize = 2;
   int64_t max_body_bytes = 2 * 1024 * 1024;
   double header_timeout = 30;
   double timeout = 600;
@@ -38,10 +39,10 @@ struct ServeFlags {
 };
 
 /// Adds --model, --served-model-name, --chat-template, --host, --port, --backlog,
-/// --threads-http, --max-body-bytes, --header-timeout, --timeout, --shutdown-timeout,
-/// --max-queued-requests, --max-queue-time, --slo-ttft-p95, --slo-ttft-p99, --slo-itl-p95,
-/// --api-key (repeatable) and --api-key-file to `cmd`, bound to `flags` (which must outlive
-/// parsing).
+/// --threads-http, --threads-tokenize, --max-body-bytes, --header-timeout, --timeout,
+/// --shutdown-timeout, --max-queued-requests, --max-queue-time, --slo-ttft-p95, --slo-ttft-p99,
+/// --slo-itl-p95, --api-key (repeatable) and --api-key-file to `cmd`, bound to `flags` (which
+/// must outlive parsing).
 void add_serve_flags(CLI::App& cmd, ServeFlags& flags);
 
 /// Checks ranges and converts. Errors: kInvalidInput naming the flag (port outside 0..65535,

@@ -2,6 +2,7 @@
 // model's services (published once loading finishes).
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,6 +38,9 @@ class ServerContext {
   ServerMetrics metrics;
   ApiKeyAuth auth;
   Admission admission;
+  /// Where handlers run their prepare phase (see prepared_request.h): the --threads-tokenize
+  /// pool, set by HttpServer (tests set their own). Must stay valid while handlers run.
+  boost::asio::any_io_executor tokenize_executor;
 
   /// Makes `m` (which must outlive the server's handlers) visible and switches to serving.
   void publish(const ModelServices* m) {

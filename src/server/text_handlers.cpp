@@ -5,6 +5,7 @@
 #include "server/chat_request.h"
 #include "server/handler_common.h"
 #include "server/json_fields.h"
+#include "server/prepared_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace novaserve {
@@ -25,27 +26,25 @@ ApiResult<std::string> render_body(const ModelServices& m, const Json& body) {
   return render_messages(m, messages.value(), add_gen.value_or(true), false, kwargs);
 }
 
-}  // namespace
+// The prepare phases (see prepared_request.h): they run on the tokenize pool.
 
-void handle_tokenize(ServerContext& ctx, HttpRequest& request,
-                     const std::shared_ptr<ResponseChannel>& channel) {
-  const ModelServices* m = model_for_utility(ctx, *channel);
-  if (m == nullptr) return;
-  auto body = parse_json_object(request.body);
-  if (!body.ok()) return channel->send(HttpResponse::error(body.error()));
+Prepared prepare_tokenize(const ServerContext& ctx, const ModelServices& m,
+                          const std::string& body_text) {
+  auto body = parse_json_object(body_text);
+  if (!body.ok()) return HttpResponse::error(body.error());
   const FieldReader f(body.value());
   std::optional<std::string> text, content, model;
   std::optional<bool> add_special_tokens, add_special, with_pieces;
   for (auto e : {f.get_string("prompt", text), f.get_string("content", content),
                  f.get_string("model", model), f.get_bool("add_special_tokens", add_special_tokens),
                  f.get_bool("add_special", add_special), f.get_bool("with_pieces", with_pieces)}) {
-    if (e) return channel->send(HttpResponse::error(*e));
+    if (e) return HttpResponse::error(*e);
   }
-  if (auto e = check_model_name(ctx, model)) return channel->send(HttpResponse::error(*e));
+  if (auto e = check_model_name(ctx, model)) return HttpResponse::error(*e);
   bool add = false;
   if (f.find("messages") != nullptr) {
-    auto rendered = render_body(*m, body.value());
-    if (!rendered.ok()) return channel->send(HttpResponse::error(rendered.error()));
+    auto rendered = render_body(m, body.value());
+    if (!rendered.ok()) return HttpResponse::error(rendered.error());
     text = std::move(rendered.value());
     add = add_special_tokens.value_or(false);  // the template adds BOS where wanted
   } else if (text) {
@@ -54,10 +53,10 @@ void handle_tokenize(ServerContext& ctx, HttpRequest& request,
     text = std::move(content);
     add = add_special.value_or(false);  // llama.cpp-server's default
   } else {
-    return channel->send(HttpResponse::error(
-        invalid_request("one of prompt, content or messages is required", "prompt")));
+    return HttpResponse::error(
+        invalid_request("one of prompt, content or messages is required", "prompt"));
   }
-  const Tokenizer& tok = *m->tokenizer;
+  const Tokenizer& tok = *m.tokenizer;
   const std::vector<int32_t> ids = tok.encode(*text, add, /*parse_special=*/true);
   Json tokens = Json::array();
   for (int32_t id : ids) {
@@ -73,52 +72,71 @@ void handle_tokenize(ServerContext& ctx, HttpRequest& request,
   Json out = Json::object();
   out["tokens"] = std::move(tokens);
   out["count"] = ids.size();
-  out["max_model_len"] = m->engine->context_length();
-  channel->send(HttpResponse::json(200, out));
+  out["max_model_len"] = m.engine->context_length();
+  return HttpResponse::json(200, out);
 }
 
-void handle_detokenize(ServerContext& ctx, HttpRequest& request,
-                       const std::shared_ptr<ResponseChannel>& channel) {
-  const ModelServices* m = model_for_utility(ctx, *channel);
-  if (m == nullptr) return;
-  auto body = parse_json_object(request.body);
-  if (!body.ok()) return channel->send(HttpResponse::error(body.error()));
+Prepared prepare_detokenize(const ServerContext&, const ModelServices& m,
+                            const std::string& body_text) {
+  auto body = parse_json_object(body_text);
+  if (!body.ok()) return HttpResponse::error(body.error());
   const FieldReader f(body.value());
   const Json* tokens = f.find("tokens");
-  if (tokens == nullptr) {
-    return channel->send(HttpResponse::error(invalid_request("tokens is required", "tokens")));
-  }
+  if (tokens == nullptr)
+    return HttpResponse::error(invalid_request("tokens is required", "tokens"));
   if (!tokens->is_array()) {
-    return channel->send(
-        HttpResponse::error(f.type_error("tokens", "an array of token ids", *tokens)));
+    return HttpResponse::error(f.type_error("tokens", "an array of token ids", *tokens));
   }
-  const int32_t n_vocab = m->tokenizer->n_vocab();
+  const int32_t n_vocab = m.tokenizer->n_vocab();
   std::vector<int32_t> ids;
   for (const Json& v : *tokens) {
     const auto id = v.is_number() ? json_integer(v) : std::nullopt;
     if (!id || *id < 0 || *id >= n_vocab) {
-      return channel->send(HttpResponse::error(invalid_request(
+      return HttpResponse::error(invalid_request(
           "tokens must hold token ids in [0, " + std::to_string(n_vocab) + "), found " + v.dump(),
-          "tokens")));
+          "tokens"));
     }
     ids.push_back(static_cast<int32_t>(*id));
   }
-  const std::string text = utf8::sanitize(m->tokenizer->decode(ids));
+  const std::string text = utf8::sanitize(m.tokenizer->decode(ids));
   Json out = Json::object();
   out["prompt"] = text;
   out["content"] = text;
-  channel->send(HttpResponse::json(200, out));
+  return HttpResponse::json(200, out);
+}
+
+Prepared prepare_apply_template(const ServerContext&, const ModelServices& m,
+                                const std::string& body_text) {
+  auto body = parse_json_object(body_text);
+  if (!body.ok()) return HttpResponse::error(body.error());
+  auto prompt = render_body(m, body.value());
+  if (!prompt.ok()) return HttpResponse::error(prompt.error());
+  return HttpResponse::json(200, Json{{"prompt", prompt.value()}});
+}
+
+// They answer while draining, so only a model that is still loading turns them away here.
+void run_utility(ServerContext& ctx, HttpRequest& request,
+                 const std::shared_ptr<ResponseChannel>& channel, PrepareFn prepare) {
+  const ModelServices* m = model_for_utility(ctx, *channel);
+  if (m == nullptr) return;
+  run_prepared(ctx, *m, request, channel, prepare);
+}
+
+}  // namespace
+
+void handle_tokenize(ServerContext& ctx, HttpRequest& request,
+                     const std::shared_ptr<ResponseChannel>& channel) {
+  run_utility(ctx, request, channel, prepare_tokenize);
+}
+
+void handle_detokenize(ServerContext& ctx, HttpRequest& request,
+                       const std::shared_ptr<ResponseChannel>& channel) {
+  run_utility(ctx, request, channel, prepare_detokenize);
 }
 
 void handle_apply_template(ServerContext& ctx, HttpRequest& request,
                            const std::shared_ptr<ResponseChannel>& channel) {
-  const ModelServices* m = model_for_utility(ctx, *channel);
-  if (m == nullptr) return;
-  auto body = parse_json_object(request.body);
-  if (!body.ok()) return channel->send(HttpResponse::error(body.error()));
-  auto prompt = render_body(*m, body.value());
-  if (!prompt.ok()) return channel->send(HttpResponse::error(prompt.error()));
-  channel->send(HttpResponse::json(200, Json{{"prompt", prompt.value()}}));
+  run_utility(ctx, request, channel, prepare_apply_template);
 }
 
 }  // namespace novaserve

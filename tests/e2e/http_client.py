@@ -6,6 +6,7 @@ chunked bodies).
 """
 
 import json
+import select
 import socket
 import time
 import urllib.parse
@@ -144,6 +145,12 @@ def read_response(sock, timeout=60.0, reader=None):
         return Response(status, headers, body)
     except (EOFError, TimeoutError, socket.timeout):
         return None
+
+
+def wait_readable(sock, timeout=60.0):
+    """Blocks until `sock` has bytes to read (a response started arriving) or was closed; False
+    after `timeout` seconds."""
+    return bool(select.select([sock], [], [], timeout)[0])
 
 
 def sse_events(body):

@@ -24,6 +24,8 @@ TEST(ServeFlags, DefaultsMatchTheDocumentedOnes) {
   EXPECT_EQ(o->http.host, "127.0.0.1");
   EXPECT_EQ(o->http.port, 8080);
   EXPECT_EQ(o->http.backlog, 2048);
+  EXPECT_EQ(o->http.threads, 2);
+  EXPECT_EQ(o->http.tokenize_threads, 2);
   EXPECT_EQ(o->http.limits.max_body_bytes, 2u * 1024 * 1024);
   EXPECT_EQ(o->http.limits.header_timeout, std::chrono::seconds(30));
   EXPECT_EQ(o->http.limits.request_timeout, std::chrono::seconds(600));
@@ -34,12 +36,14 @@ TEST(ServeFlags, DefaultsMatchTheDocumentedOnes) {
 
 TEST(ServeFlags, ValuesAreConverted) {
   auto o = parse({"--model", "m.gguf", "--port", "0", "--header-timeout", "2.5", "--api-key", "a",
-                  "--api-key", "b", "--threads-http", "4", "--served-model-name", "smol"});
+                  "--api-key", "b", "--threads-http", "4", "--threads-tokenize", "3",
+                  "--served-model-name", "smol"});
   ASSERT_TRUE(o.ok()) << o.error().message;
   EXPECT_EQ(o->http.port, 0);
   EXPECT_EQ(o->http.limits.header_timeout, std::chrono::milliseconds(2500));
   EXPECT_EQ(o->api_keys, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(o->http.threads, 4);
+  EXPECT_EQ(o->http.tokenize_threads, 3);
   EXPECT_EQ(o->served_model_name, "smol");
 }
 
@@ -49,6 +53,8 @@ TEST(ServeFlags, OutOfRangeValuesNameTheFlag) {
                                                         {"--port", "-1"},
                                                         {"--backlog", "0"},
                                                         {"--threads-http", "0"},
+                                                        {"--threads-tokenize", "0"},
+                                                        {"--threads-tokenize", "1000"},
                                                         {"--max-body-bytes", "0"},
                                                         {"--header-timeout", "0"},
                                                         {"--timeout", "-3"},

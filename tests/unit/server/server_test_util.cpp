@@ -59,7 +59,12 @@ TestModel::TestModel(FakeEngine::Options options)
 RecordingChannel::RecordingChannel(boost::asio::io_context& ioc)
     : strand_(boost::asio::make_strand(ioc)) {}
 
+void RecordingChannel::note_thread() {
+  if (!strand_.running_in_this_thread()) ++off_strand_calls;
+}
+
 void RecordingChannel::send(HttpResponse response) {
+  note_thread();
   if (done) return;
   done = true;
   status = response.status;
@@ -68,6 +73,7 @@ void RecordingChannel::send(HttpResponse response) {
 }
 
 void RecordingChannel::start_stream(int s, const std::string&, const HeaderList& h) {
+  note_thread();
   if (done || streamed) return;
   streamed = true;
   status = s;
@@ -75,16 +81,19 @@ void RecordingChannel::start_stream(int s, const std::string&, const HeaderList&
 }
 
 void RecordingChannel::write(const std::string& data) {
+  note_thread();
   if (done || !streamed || data.empty()) return;
   chunks.push_back(data);
   body += data;
 }
 
 void RecordingChannel::end_stream() {
+  note_thread();
   if (streamed) done = true;
 }
 
 void RecordingChannel::on_abort(std::function<void()> fn) {
+  note_thread();
   if (aborted_) {
     fn();
   } else {

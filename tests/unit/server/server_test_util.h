@@ -3,6 +3,7 @@
 // ModelServices, and an in-memory ResponseChannel driven by a test-owned io_context.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -44,7 +45,9 @@ struct TestModel {
 /// FakeEngine options for the byte vocabulary generating `text` (then repeating it).
 FakeEngine::Options script_options(const std::string& text, int32_t context_length = 256);
 
-/// A ResponseChannel that records what a handler sends. Its strand runs on `ioc`.
+/// A ResponseChannel that records what a handler sends. Its strand runs on `ioc`. Counts the
+/// calls that the ResponseChannel contract forbids: those made off the strand (executor(), which
+/// tests call to post a handler, excepted).
 class RecordingChannel : public ResponseChannel {
  public:
   explicit RecordingChannel(boost::asio::io_context& ioc);
@@ -65,8 +68,11 @@ class RecordingChannel : public ResponseChannel {
   HeaderList headers;
   std::string body;                 // whole response, or the stream's concatenated chunks
   std::vector<std::string> chunks;  // stream writes, in order
+  std::atomic<int> off_strand_calls{0};
 
  private:
+  void note_thread();
+
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::function<void()> abort_;
   bool aborted_ = false;
