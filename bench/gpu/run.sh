@@ -19,6 +19,10 @@
 # --models      synth presets for --bench/--serve (default "llama3-8b"; e.g.
 #               "llama3-8b u15-lite-12b").
 # --no-tests    skips the GPU test binary (for a second call that only benchmarks or serves).
+# --overload QPS  for each model of --models: fin-qa, open loop at QPS for 60 s, against
+#               `novaserve serve --device cuda` with default flags and again with the seed's SLO
+#               given to the server (--slo-ttft-p95 187ms --slo-ttft-p99 238ms: SLO-aware
+#               admission); goodput under that SLO for both (overload-PRESET-{plain,slo}.*).
 # --synth       times `novaserve synth` for llama3-8b and u15-lite-12b Q4_0 (synth.txt).
 # Synthesized files go to $TMPDIR and are deleted.
 #
@@ -33,7 +37,7 @@
 set -u
 usage() {
   echo "usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]" \
-    "[--models \"PRESET ...\"] [--no-tests]" >&2
+    "[--models \"PRESET ...\"] [--no-tests] [--overload QPS]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -46,6 +50,7 @@ E2E=0
 BENCH=0
 SERVE=0
 TESTS=1
+OVERLOAD_QPS=
 BENCH_MODELS=llama3-8b
 MODEL=
 while [ $# -gt 0 ]; do
@@ -55,6 +60,11 @@ while [ $# -gt 0 ]; do
     --bench) BENCH=1 ;;
     --serve) SERVE=1 ;;
     --no-tests) TESTS=0 ;;
+    --overload)
+      [ $# -ge 2 ] || usage
+      OVERLOAD_QPS=$2
+      shift
+      ;;
     --models)
       [ $# -ge 2 ] || usage
       BENCH_MODELS=$2
@@ -223,6 +233,35 @@ serve_model() {  # serve_model PRESET FIRST_QPS
   wait $spid
   tail -n 12 "$OUT/loadgen-$name.log"
 }
+overload_model() {  # overload_model PRESET: plain and SLO-aware servers at $OVERLOAD_QPS
+  local name=$1 m="$scratch/$1.gguf" port=18081
+  ensure_model "$name"
+  for mode in plain slo; do
+    local flags=""
+    [ $mode = slo ] && flags="--slo-ttft-p95 187ms --slo-ttft-p99 238ms"
+    # shellcheck disable=SC2086
+    "$NS" serve --device cuda --model "$m" --port $port $flags >"$OUT/overload-$name-$mode-serve.log" 2>&1 &
+    local spid=$!
+    for _ in $(seq 120); do
+      curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+      sleep 1
+    done
+    timeout 200 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --qps "$OVERLOAD_QPS" \
+      --duration 60s --drain-timeout 60s --warmup-requests 4 --slo-ttft-p95 187ms \
+      --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/overload-$name-$mode.json" \
+      >"$OUT/overload-$name-$mode.log" 2>&1
+    echo "overload fin-qa $name at $OVERLOAD_QPS req/s, $mode server: exit $? (overload-$name-$mode.log)" |
+      tee -a "$OUT/summary.md"
+    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^novaserve_requests_rejected_total' |
+      tee -a "$OUT/overload-$name-$mode.log"
+    kill -TERM $spid
+    wait $spid
+    tail -n 14 "$OUT/overload-$name-$mode.log"
+  done
+}
+if [ -n "$OVERLOAD_QPS" ]; then
+  for name in $BENCH_MODELS; do overload_model "$name"; done
+fi
 if [ $BENCH -eq 1 ]; then
   first=1
   for name in $BENCH_MODELS; do

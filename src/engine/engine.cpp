@@ -156,6 +156,13 @@ Engine::~Engine() {
   }
   cv_.notify_all();
   thread_.join();
+  // What the online fit converged to: with the start-up line, this shows how the machine's
+  // step costs moved under load (docs/engine.md, "Stall-free chunked prefill").
+  const auto c = cost_model_.coefficients();
+  std::fprintf(stderr,
+               "novaserve engine: step cost model at exit %.2f ms + %.4f ms/token + %.3f "
+               "ms/sequence + %.3g ms/attention pair (%lld steps observed)\n",
+               c[0], c[1], c[2], c[3], static_cast<long long>(cost_model_.observations()));
 }
 
 Status Engine::submit(EngineRequest request) {

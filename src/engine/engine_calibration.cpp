@@ -71,19 +71,22 @@ void Engine::calibrate() {
     for (int32_t i = 0; i < b; ++i) step.push_back(seq(table(i, 1), 0, 1));
     calibrate_shape(step, /*runs=*/2);
   }
-  // A prompt chunk at position 0, and a shorter one deep in the context (attention cost).
+  // Prompt chunks at position 0 (two lengths, so the per-token cost is not fitted from one
+  // point), and a shorter one deep in the context (attention cost). Each runs twice: the first
+  // run of a shape pays lazy set-up (GEMM workspaces, kernel loading on a GPU).
   const int32_t chunk = std::min(kChunk, limit);
-  if (chunk >= 2) {
+  for (const int32_t n : {chunk / 3, chunk}) {
+    if (n < 2) continue;
     tables.clear();
-    const ForwardSeq first = seq(table(0, chunk), 0, chunk);
-    calibrate_shape(std::span<const ForwardSeq>(&first, 1), /*runs=*/1);
+    const ForwardSeq first = seq(table(0, n), 0, n);
+    calibrate_shape(std::span<const ForwardSeq>(&first, 1), /*runs=*/2);
   }
   const int32_t deep_n = chunk / 2;
   const int32_t deep_pos = std::min(kDeepPos, std::min(pool_tokens, sc.max_model_len) - deep_n);
   if (deep_n >= 1 && deep_pos > deep_n) {
     tables.clear();
     const ForwardSeq deep = seq(table(0, deep_pos + deep_n), deep_pos, deep_n);
-    calibrate_shape(std::span<const ForwardSeq>(&deep, 1), /*runs=*/1);
+    calibrate_shape(std::span<const ForwardSeq>(&deep, 1), /*runs=*/2);
   }
   cost_model_.anchor();
   const auto c = cost_model_.coefficients();

@@ -77,6 +77,7 @@ class Engine final : public EngineClient {
   // Exponentially weighted sums behind EngineStats::prefill_tokens_per_second.
   double prefill_tokens_sum_ = 0.0;
   double prefill_seconds_sum_ = 0.0;
+  int64_t prefix_hits_seen_ = 0;  // SchedulerStats::prefix_cache_hits at the last step
   int64_t num_steps_ = 0;
   double step_seconds_ = 0.0;
   double forward_seconds_ = 0.0;

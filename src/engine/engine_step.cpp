@@ -1,6 +1,7 @@
 // One engine step (docs/engine.md, "One step"): plan, emit aborts, forward, commit, sample, emit.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "engine/engine_impl.h"
 #include "engine/logprobs.h"
@@ -74,9 +75,12 @@ void Engine::emit_dropped(const SchedulerPlan& plan) {
     StepOutput out = output_for(*seq);
     out.finish = FinishReason::kError;
     out.error_code = "queue_timeout";
-    out.error = "the request waited longer than --max-queue-time (" +
-                std::to_string(scheduler_->config().max_queue_time.count() / 1000.0) +
-                " s) for a free sequence slot; nothing of it was computed";
+    char msg[160];
+    std::snprintf(msg, sizeof msg,
+                  "the request waited longer than --max-queue-time (%.3g s) for a free sequence "
+                  "slot; nothing of it was computed",
+                  static_cast<double>(scheduler_->config().max_queue_time.count()) / 1000.0);
+    out.error = msg;
     seq->request().on_output(std::move(out));
   }
 }
@@ -96,7 +100,10 @@ void Engine::step() {
   const SchedulerPlan& plan = scheduler_->schedule(t_step);
   emit_dropped(plan);
   if (plan.seqs.empty()) return;
-  int64_t prefill_tokens = 0;
+  // Prompt tokens this step takes care of: those it computes, and those admissions found in the
+  // prefix cache (the backlog the SLO rule divides by this rate counts both).
+  int64_t prefill_tokens = scheduler_->stats().prefix_cache_hits - prefix_hits_seen_;
+  prefix_hits_seen_ = scheduler_->stats().prefix_cache_hits;
   for (const ScheduledSeq& s : plan.seqs) {
     // A decode computes the last generated token; everything else is prompt (or recompute).
     const bool decode = s.num_tokens == 1 && s.pos0 >= s.seq->num_prompt_tokens();

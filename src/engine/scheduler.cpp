@@ -236,7 +236,12 @@ void Scheduler::preempt_last() {
     plan_.num_batched_tokens -= it->num_tokens;
     plan_.seqs.erase(it);
     plan_.shape = StepShape{};
-    for (const ScheduledSeq& e : plan_.seqs) plan_.shape.add(e.pos0, e.num_tokens);
+    prefill_planned_ = false;
+    for (const ScheduledSeq& e : plan_.seqs) {
+      plan_.shape.add(e.pos0, e.num_tokens);
+      // Decodes are planned before any prompt chunk; what follows the first chunk is one too.
+      prefill_planned_ |= e.num_tokens > 1 || e.pos0 < e.seq->num_prompt_tokens();
+    }
     break;
   }
   // Recompute preemption: drop all KV and start over from token 0 later. Full blocks that

@@ -45,20 +45,35 @@ std::optional<Refusal> Admission::try_admit(const EngineStats& stats, int32_t n,
       return Refusal{RejectReason::kSloTtft, unavailable(msg, "slo_ttft", retry)};
     }
   }
-  const int64_t before = outstanding_.fetch_add(n, std::memory_order_relaxed);
-  const int64_t queued = std::max<int64_t>(0, before + n - stats.max_num_seqs);
-  if (queued > config_.max_queued_requests) {
-    outstanding_.fetch_sub(n, std::memory_order_relaxed);
-    const int64_t waiting = std::max<int64_t>(0, before - stats.max_num_seqs);
-    return Refusal{
-        RejectReason::kQueueFull,
-        unavailable("the server is overloaded: " + std::to_string(waiting) +
-                        " sequences are waiting for one of the " +
-                        std::to_string(stats.max_num_seqs) + " slots (--max-queued-requests " +
-                        std::to_string(config_.max_queued_requests) + "); retry later",
-                    "queue_full")};
+  // Reserve only if the result fits, so a request being refused never blocks another.
+  int64_t before = outstanding_.load(std::memory_order_relaxed);
+  while (std::max<int64_t>(0, before + n - stats.max_num_seqs) <= config_.max_queued_requests) {
+    if (outstanding_.compare_exchange_weak(before, before + n, std::memory_order_relaxed)) {
+      return std::nullopt;
+    }
   }
-  return std::nullopt;
+  const int64_t waiting = std::max<int64_t>(0, before - stats.max_num_seqs);
+  return Refusal{
+      RejectReason::kQueueFull,
+      unavailable("the server is overloaded: " + std::to_string(waiting) +
+                      " sequences are waiting for one of the " +
+                      std::to_string(stats.max_num_seqs) + " slots (--max-queued-requests " +
+                      std::to_string(config_.max_queued_requests) + "); retry later",
+                  "queue_full")};
+}
+
+std::optional<Refusal> Admission::try_enter_pool() {
+  int64_t before = preparing_.load(std::memory_order_relaxed);
+  while (before < config_.max_queued_requests) {
+    if (preparing_.compare_exchange_weak(before, before + 1, std::memory_order_relaxed)) {
+      return std::nullopt;
+    }
+  }
+  return Refusal{RejectReason::kQueueFull,
+                 unavailable("the server is overloaded: " + std::to_string(before) +
+                                 " requests are waiting to be tokenized (--max-queued-requests " +
+                                 std::to_string(config_.max_queued_requests) + "); retry later",
+                             "queue_full")};
 }
 
 void Admission::release(int32_t n) {

@@ -33,6 +33,9 @@ struct AdmissionConfig {
   int32_t max_queued_requests = 1024;  ///< --max-queued-requests: sequences waiting for a slot
   /// The TTFT bound of the SLO-aware refusal: --slo-ttft-p95, else --slo-ttft-p99; 0 = off.
   std::chrono::milliseconds slo_ttft{0};
+  /// --max-queue-time (0 = never): the engine expires requests waiting for a slot past it; the
+  /// server refuses, before tokenizing, a request that waited that long for the tokenize pool.
+  std::chrono::milliseconds max_queue_time{0};
 };
 
 /// A refusal: the 503 response to send and the metric reason.
@@ -57,6 +60,12 @@ class Admission {
   /// over everything admitted here and not yet released.
   std::optional<Refusal> try_admit(const EngineStats& stats, int32_t n, int64_t prompt_tokens);
 
+  /// Enters a request into the tokenize pool's queue, or refuses it (queue_full) when
+  /// max_queued_requests requests are already waiting for or in the pool: each holds its body
+  /// (up to --max-body-bytes) until it is tokenized. Pair each success with left_pool().
+  std::optional<Refusal> try_enter_pool();
+  void left_pool() { preparing_.fetch_sub(1, std::memory_order_relaxed); }
+
   /// Ends `n` sequences reserved by try_admit (each choice's final output, or a failed submit).
   void release(int32_t n);
 
@@ -69,6 +78,7 @@ class Admission {
  private:
   AdmissionConfig config_;
   std::atomic<int64_t> outstanding_{0};
+  std::atomic<int64_t> preparing_{0};
 };
 
 }  // namespace novaserve

@@ -58,8 +58,15 @@ void GenerationJob::start(ServerContext& ctx, const ModelServices& model,
     channel->send(std::move(refusal->response));
     return;
   }
-  auto job =
-      std::make_shared<GenerationJob>(ctx, model, channel, std::move(format), std::move(plan));
+  const auto n = static_cast<int32_t>(plan.choices.size());
+  std::shared_ptr<GenerationJob> job;
+  try {
+    job = std::make_shared<GenerationJob>(ctx, model, channel, std::move(format), std::move(plan));
+  } catch (...) {
+    ctx.admission.release(n);  // from here on the job owns the reservation (~GenerationJob)
+    throw;
+  }
+  job->reserved_ = n;
   const std::weak_ptr<GenerationJob> weak = job;
   // Registered before submission: a cancel from a drain or a gone client then reaches the
   // engine through the flags the requests carry.
@@ -103,7 +110,7 @@ bool GenerationJob::submit_all() {
     const Status st = model_.engine->submit(std::move(r));
     if (!st.ok()) {
       // Choices before i were submitted and release their slots with their (abort) outputs.
-      ctx_.admission.release(static_cast<int32_t>(plan_.choices.size() - i));
+      release_slots(static_cast<int32_t>(plan_.choices.size() - i));
       cancel();
       completed_ = true;
       const bool client_fault =
@@ -116,6 +123,20 @@ bool GenerationJob::submit_all() {
     }
   }
   return true;
+}
+
+GenerationJob::~GenerationJob() {
+  // Choices that never delivered a final output (the engine was destroyed, or something threw
+  // between admission and submission) give their slots back here.
+  release_slots(reserved_);
+  if (lifecycle_id_ != 0 && !completed_) ctx_.lifecycle.remove(lifecycle_id_);
+}
+
+void GenerationJob::release_slots(int32_t n) {
+  n = std::min(n, reserved_);
+  if (n <= 0) return;
+  reserved_ -= n;
+  ctx_.admission.release(n);
 }
 
 void GenerationJob::cancel() {
@@ -150,11 +171,12 @@ void GenerationJob::on_output(size_t i, StepOutput&& out) {
   const bool queue_timeout = d.finish == FinishReason::kError && d.error_code == kQueueTimeout;
   if (d.finish) {
     ++finished_;
-    ctx_.admission.release(1);
-    if (queue_timeout) {
+    release_slots(1);
+    if (queue_timeout && !timed_out_) {
+      timed_out_ = true;  // counted once per request, however many choices expired
       ctx_.metrics.count_rejected(RejectReason::kQueueTimeout);
       cancel();  // the request fails as a whole: its other choices stop too
-    } else {
+    } else if (!timed_out_) {
       ctx_.metrics.observe_e2e_latency(seconds(Clock::now() - plan_.arrival));
       ctx_.metrics.count_finished(*d.finish);
       ctx_.metrics.add_generation_tokens(choice.completion_tokens());

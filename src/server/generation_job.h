@@ -57,6 +57,10 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
                 std::shared_ptr<ResponseChannel> channel, std::unique_ptr<ResponseFormat> format,
                 JobPlan plan);
 
+  /// Releases the admission slots still reserved (and the lifecycle entry if the job never
+  /// completed).
+  ~GenerationJob();
+
   /// Sets every choice's cancel flag and wakes the engine. Thread-safe, non-blocking.
   void cancel();
 
@@ -67,6 +71,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   };
 
   bool submit_all();
+  // Gives back up to `n` of the admission slots this job still holds.
+  void release_slots(int32_t n);
   void on_output(size_t i, StepOutput&& out);
   void record_token(size_t i, const StepOutput& out);
   void complete();
@@ -82,6 +88,8 @@ class GenerationJob : public std::enable_shared_from_this<GenerationJob> {
   std::vector<ChoiceTiming> timing_;
   size_t finished_ = 0;
   bool completed_ = false;
+  bool timed_out_ = false;  // a choice expired in the engine's queue (--max-queue-time)
+  int32_t reserved_ = 0;    // admission slots held: one per choice without a final output
   uint64_t lifecycle_id_ = 0;
 };
 

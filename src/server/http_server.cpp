@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include "server/routes.h"
 
@@ -60,7 +61,16 @@ void HttpServer::start() {
     threads_.emplace_back([this] {
       // Named for per-thread CPU accounting (/proc/PID/task/*/comm; tools/bench_serve.py).
       pthread_setname_np(pthread_self(), "ns-http");
-      ioc_.run();
+      // A handler that throws (a bug, or bad_alloc) must not end the process with
+      // std::terminate: log it and keep serving; Asio resumes where it stopped.
+      for (;;) {
+        try {
+          ioc_.run();
+          break;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "novaserve serve: internal error in an I/O thread: %s\n", e.what());
+        }
+      }
     });
   }
 }

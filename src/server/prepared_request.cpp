@@ -32,6 +32,7 @@ void finish(Preparation& p) {
   try {
     if (auto* job = std::get_if<PreparedJob>(&p.result)) {
       if (p.drain_aborted.load(std::memory_order_relaxed)) {
+        p.ctx.metrics.count_rejected(RejectReason::kShuttingDown);
         p.channel->send(unavailable("the server is shutting down", "shutting_down"));
       } else {
         job->plan.arrival = p.arrival;
@@ -52,8 +53,18 @@ void finish(Preparation& p) {
 
 void run_prepared(ServerContext& ctx, const ModelServices& model, HttpRequest& request,
                   const std::shared_ptr<ResponseChannel>& channel, PrepareFn prepare) {
-  auto p = std::make_shared<Preparation>(ctx, model, channel, prepare, request.method, request.path,
-                                         std::move(request.body), std::chrono::steady_clock::now());
+  if (auto refusal = ctx.admission.try_enter_pool()) {
+    ctx.metrics.count_rejected(refusal->reason);
+    return channel->send(std::move(refusal->response));
+  }
+  std::shared_ptr<Preparation> p;
+  try {
+    p = std::make_shared<Preparation>(ctx, model, channel, prepare, request.method, request.path,
+                                      std::move(request.body), std::chrono::steady_clock::now());
+  } catch (...) {
+    ctx.admission.left_pool();
+    throw;
+  }
   const std::weak_ptr<Preparation> weak = p;
   p->lifecycle_id = ctx.lifecycle.add([weak] {
     if (auto q = weak.lock()) q->drain_aborted.store(true, std::memory_order_relaxed);
@@ -61,12 +72,21 @@ void run_prepared(ServerContext& ctx, const ModelServices& model, HttpRequest& r
   // Read here, on the strand: channel methods are not to be called from the pool.
   boost::asio::any_io_executor strand = channel->executor();
   boost::asio::post(ctx.tokenize_executor, [p = std::move(p), strand = std::move(strand)] {
-    try {
-      p->result = p->prepare(p->ctx, p->model, p->body);
-    } catch (const std::exception& ex) {
-      p->result = internal_error(p->method, p->path, ex);
+    const auto max_wait = p->ctx.admission.config().max_queue_time;
+    if (max_wait.count() > 0 && std::chrono::steady_clock::now() - p->arrival > max_wait) {
+      // It waited out --max-queue-time for the pool: tokenizing it now would only waste CPU.
+      p->ctx.metrics.count_rejected(RejectReason::kQueueTimeout);
+      p->result = unavailable("the request waited longer than --max-queue-time for tokenization",
+                              "queue_timeout");
+    } else {
+      try {
+        p->result = p->prepare(p->ctx, p->model, p->body);
+      } catch (const std::exception& ex) {
+        p->result = internal_error(p->method, p->path, ex);
+      }
     }
     p->body = std::string();  // a big prompt's bytes need not wait for the strand
+    p->ctx.admission.left_pool();
     boost::asio::post(strand, [p] { finish(*p); });
   });
 }

@@ -261,13 +261,16 @@ bool check_framing(Framing& f, HeadCheck& fault) {
 HeadCheck check_request_head(std::string_view in, size_t max_head_bytes) {
   HeadCheck result;
   size_t pos = 0;
-  while (in.substr(pos, 2) == "\r\n") pos += 2;
-  result.skip = pos;
   const auto too_large = [&] {
     return refuse(
         431, "request_header_fields_too_large",
         "request header block is larger than " + std::to_string(max_head_bytes) + " bytes");
   };
+  while (in.substr(pos, 2) == "\r\n") pos += 2;
+  // Empty lines before the request line count against the head limit too: otherwise a client
+  // could fill the connection's buffer with CRLFs that are never a head.
+  if (pos >= max_head_bytes) return too_large();
+  result.skip = pos;
   Framing framing;
   bool request_line = true;
   while (true) {
@@ -278,10 +281,10 @@ HeadCheck check_request_head(std::string_view in, size_t max_head_bytes) {
       if (cr != std::string_view::npos && cr + 1 < in.size()) {
         return bad("bare CR in the request head; lines end in CRLF (RFC 9112 section 2.2)");
       }
-      if (in.size() - result.skip >= max_head_bytes) return too_large();
+      if (in.size() >= max_head_bytes) return too_large();
       return result;
     }
-    if (lf + 1 - result.skip > max_head_bytes) return too_large();
+    if (lf + 1 > max_head_bytes) return too_large();
     if (lf == pos || in[lf - 1] != '\r') {
       return bad("bare LF in the request head; lines end in CRLF (RFC 9112 section 2.2)");
     }

@@ -118,6 +118,7 @@ int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
   admission.max_queued_requests = options.max_queued_requests;
   admission.slo_ttft =
       options.slo.ttft_p95.count() > 0 ? options.slo.ttft_p95 : options.slo.ttft_p99;
+  admission.max_queue_time = options.max_queue_time;
   ctx.admission.set_config(admission);
   auto auth = ApiKeyAuth::create(options.api_keys, options.api_key_file);
   if (!auth.ok()) return fail(auth.error().message);

@@ -163,12 +163,24 @@ def case_head_matches_get(server):
         check(data[end + 4:] == b"", "HEAD %s sent a body: %r" % (path, data[end + 4:][:100]))
 
 
+def case_crlf_flood(server):
+    # 256 KiB of empty lines: more than the connection's read buffer. The server must answer
+    # 431 and close, not run out of buffer (or crash).
+    data, closed = exchange(server, b"\r\n" * (128 * 1024))
+    check(data, "no response at all")
+    status, headers, _, rest = split_response(data)
+    check(status == 431, "status %d, expected 431" % status)
+    check(closed, "the connection stayed open after the answer")
+    check(rest == b"", "bytes after the response: %r" % rest[:200])
+
+
 def run_suite(server, only=None):
     with open(CORPUS) as f:
         corpus = json.load(f)
     cases = [(c["name"], lambda s, c=c: run_case(s, c, corpus["smuggled"])) for c in corpus["cases"]
              if server.api_key or not c.get("needs_key")]
     cases.append(("head_matches_get", case_head_matches_get))
+    cases.append(("crlf_flood", case_crlf_flood))
     if only:
         cases = [c for c in cases if only in c[0]]
     failures = 0

@@ -173,8 +173,10 @@ class StallFreeE2E(unittest.TestCase):
             gaps = [b - a for a, b in zip(stamps, stamps[1:]) if t_send <= b <= t_done]
             print("long prompt of %d tokens: %d engine steps, %d stream tokens, largest gap "
                   "%.3f s" % (prompt_tokens, steps, during, max(gaps) if gaps else 0.0))
-            # Far more steps than the one a 2,048-token budget would take: the prompt was cut.
-            self.assertGreaterEqual(steps, 4)
+            # A 2,048-token budget alone takes the prompt in one step (with the stream's decode
+            # beside it) and so spans 1-3 steps; cut to the 150 ms target (a prompt token costs
+            # several ms here), its prefill spans dozens.
+            self.assertGreaterEqual(steps, 10)
             # One token per step, less the steps around the two scrapes.
             self.assertGreaterEqual(during, steps - 3,
                                     "%d stream tokens in %d engine steps" % (during, steps))

@@ -3,9 +3,9 @@
 #include "server/admission.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 

@@ -54,9 +54,11 @@ class HandlersTest : public ::testing::Test {
   }
   Json json_of(const RecordingChannel& ch) { return Json::parse(ch.body); }
 
+  // First: outlives the jobs (their destructors give back admission slots), which the engine's
+  // callbacks and ioc_'s queued handlers may hold until those go.
+  std::unique_ptr<ServerContext> ctx_;
   boost::asio::io_context ioc_;
   std::unique_ptr<TestModel> model_;
-  std::unique_ptr<ServerContext> ctx_;
   // Last: joined before the model and context its work reads are destroyed.
   TokenizePool pool_{2};
 };

@@ -61,9 +61,9 @@ class PreparedRequestTest : public ::testing::Test {
     return ch;
   }
 
+  ServerContext ctx_;  // first: outlives the jobs that ioc_'s handlers and the engine hold
   boost::asio::io_context ioc_;
   testing::TestModel model_;
-  ServerContext ctx_;
   TokenizePool pool_{1};  // last: joined before the context and model go
 };
 

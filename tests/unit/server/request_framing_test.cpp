@@ -169,5 +169,17 @@ TEST(RequestFraming, HeadOverTheLimitIs431) {
   EXPECT_EQ(check(exact, exact.size()).state, State::kComplete);
 }
 
+TEST(RequestFraming, EmptyLinesBeforeTheRequestLineCountAgainstTheLimit) {
+  // A flood of CRLFs is no head: without this it could fill the connection's buffer.
+  std::string flood;
+  for (int i = 0; i < 100; ++i) flood += "\r\n";
+  HeadCheck h = check(flood, 100);
+  ASSERT_EQ(h.state, State::kInvalid);
+  EXPECT_EQ(h.error.status, 431);
+  h = check(std::string(flood, 0, 60) + "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 80);
+  EXPECT_EQ(h.error.status, 431);
+  EXPECT_EQ(check(std::string(flood, 0, 60), 80).state, State::kIncomplete);
+}
+
 }  // namespace
 }  // namespace novaserve
