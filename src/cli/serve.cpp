@@ -8,6 +8,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/device_flags.h"
+#include "cli/numa_flags.h"
 #include "engine/engine.h"
 #include "server/serve_flags.h"
 
@@ -126,7 +127,10 @@ void register_serve(CLI::App& app, int& exit_code) {
   auto engine_flags = std::make_shared<EngineFlags>();
   add_serve_flags(*cmd, *serve_flags);
   add_engine_flags(*cmd, *engine_flags);
-  cmd->callback([serve_flags, engine_flags, &exit_code] {
+  // NUMA placement (--numa, src/cli/numa_flags.h), applied before any server thread starts.
+  auto numa = std::make_shared<std::string>("auto");
+  add_numa_flag(*cmd, *numa);
+  cmd->callback([serve_flags, engine_flags, numa, &exit_code] {
     auto serve = to_serve_options(*serve_flags);
     if (!serve.ok()) {
       exit_code = fail(serve.error().message);
@@ -135,6 +139,10 @@ void register_serve(CLI::App& app, int& exit_code) {
     auto engine = to_engine_options(*engine_flags);
     if (!engine.ok()) {
       exit_code = fail(engine.error().message);
+      return;
+    }
+    if (auto st = apply_numa(*numa, engine_flags->device); !st.ok()) {
+      exit_code = fail(st.error().message);
       return;
     }
     EngineOptions eo = engine.value();
