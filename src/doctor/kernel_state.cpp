@@ -47,34 +47,36 @@ const std::vector<std::string>& kernel_log_files() {
   return files;
 }
 
-std::vector<Evidence> kernel_log_lines(const RootFs& fs, const std::vector<std::string>& words,
+std::vector<Evidence> kernel_log_lines(const RootFs& fs,
+                                       const std::vector<std::vector<std::string>>& patterns,
                                        size_t max_lines) {
   std::vector<Evidence> out;
+  const auto matches = [&](const std::string& line) {
+    for (const auto& words : patterns) {
+      bool all = true;
+      for (const auto& w : words) all = all && line.find(w) != std::string::npos;
+      if (all) return true;
+    }
+    return false;
+  };
   for (const auto& file : kernel_log_files()) {
     // Logs can be large; their first 16 MiB cover the boots where modules were loaded.
     const auto text = fs.read(file, size_t{16} << 20);
     if (!text) continue;
     std::istringstream lines(*text);
     std::string line;
-    while (std::getline(lines, line) && out.size() < max_lines) {
-      bool all = true;
-      for (const auto& w : words) all = all && line.find(w) != std::string::npos;
-      if (all) out.push_back({file, trim(line).substr(0, 200)});
+    while (out.size() < max_lines && std::getline(lines, line)) {
+      if (matches(line)) out.push_back({file, trim(line).substr(0, 200)});
     }
   }
   return out;
 }
 
 std::vector<Evidence> module_signature_failures(const RootFs& fs, const std::string& module) {
-  std::vector<Evidence> out;
-  for (const auto& words :
-       std::vector<std::vector<std::string>>{{module, "signature"},
-                                             {module, "Key was rejected"},
-                                             {"Loading of unsigned module is rejected"},
-                                             {"unsigned module loading is restricted"}}) {
-    for (auto& e : kernel_log_lines(fs, words, 2)) out.push_back(std::move(e));
-  }
-  return out;
+  return kernel_log_lines(fs, {{module, "signature"},
+                               {module, "Key was rejected"},
+                               {"Loading of unsigned module is rejected"},
+                               {"unsigned module loading is restricted"}});
 }
 
 }  // namespace novaserve::doctor

@@ -24,9 +24,11 @@ std::optional<bool> secure_boot_enabled(const RootFs& fs);
 extern const char* const kSecureBootVar;
 
 /// Lines of the saved kernel logs (/var/log/kern.log, /var/log/dmesg, /var/log/syslog: the
-/// journal is binary and not read) that contain every one of `words` (case-sensitive). At most
-/// `max_lines`, with the file name of each.
-std::vector<Evidence> kernel_log_lines(const RootFs& fs, const std::vector<std::string>& words,
+/// journal is binary and not read) that contain every word of at least one of `patterns`
+/// (case-sensitive). At most `max_lines`, each with its file name. Each log is read once, in its
+/// first 16 MiB.
+std::vector<Evidence> kernel_log_lines(const RootFs& fs,
+                                       const std::vector<std::vector<std::string>>& patterns,
                                        size_t max_lines = 3);
 
 /// Kernel-log lines showing that an unsigned module was refused under Secure Boot: lines naming
