@@ -14,7 +14,7 @@
 namespace novaserve::doctor::testing {
 namespace {
 
-TEST(CpuList, ParsesAndFormatsKernelLists) {
+TEST(DoctorCpuList, ParsesAndFormatsKernelLists) {
   EXPECT_EQ(parse_cpu_list("0-3,8,10-11\n"), (std::set<int>{0, 1, 2, 3, 8, 10, 11}));
   EXPECT_EQ(parse_cpu_list(""), std::set<int>{});
   EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
@@ -23,7 +23,7 @@ TEST(CpuList, ParsesAndFormatsKernelLists) {
   }
 }
 
-TEST(CudaCompat, ReadsDriverVersionsAndTheTable) {
+TEST(DoctorCudaCompat, ReadsDriverVersionsAndTheTable) {
   const auto v = parse_driver_version(
       "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.26  Fri Jan 10 2025");
   ASSERT_TRUE(v.has_value());
@@ -38,7 +38,7 @@ TEST(CudaCompat, ReadsDriverVersionsAndTheTable) {
   EXPECT_EQ(cuda_version_text(12040), "12.4");
 }
 
-TEST(LibrarySearch, FollowsLdLibraryPathThenLdSoConfThenDefaults) {
+TEST(DoctorLibrarySearch, FollowsLdLibraryPathThenLdSoConfThenDefaults) {
   FixtureTree tree(
       Manifest{{"/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n/opt/a # note\n"},
                {"/etc/ld.so.conf.d/x.conf", "/opt/b\ninclude /etc/ld.so.conf\n"},
@@ -55,7 +55,7 @@ TEST(LibrarySearch, FollowsLdLibraryPathThenLdSoConfThenDefaults) {
   for (const auto& d : dirs) EXPECT_NE(d.dir, "/opt/c");
 }
 
-TEST(DeviceAccess, UsesOwnerThenGroupThenOther) {
+TEST(DoctorDeviceAccess, UsesOwnerThenGroupThenOther) {
   FixtureTree tree(Manifest{{"/dev/kfd", ""}});
   tree.chmod("/dev/kfd", 0606);
   const RootFs fs(tree.root());
@@ -69,14 +69,14 @@ TEST(DeviceAccess, UsesOwnerThenGroupThenOther) {
   EXPECT_FALSE(device_access(fs, "/dev/missing", owner).has_value());
 }
 
-TEST(GpuScan, NormalizesPciAddresses) {
+TEST(DoctorGpuScan, NormalizesPciAddresses) {
   EXPECT_EQ(normalize_pci_address("00000000:17:00.0"), "0000:17:00.0");
   EXPECT_EQ(normalize_pci_address("0000:C1:00.0"), "0000:c1:00.0");
   EXPECT_FALSE(normalize_pci_address("17:00.0").has_value());
   EXPECT_FALSE(normalize_pci_address("zzzz:17:00.0").has_value());
 }
 
-TEST(Ranking, EveryRequiredIdHasARank) {
+TEST(DoctorRanking, EveryRequiredIdHasARank) {
   for (const char* id : {"amd.kfd-missing",
                          "amd.kfd-permission",
                          "amd.driver-not-loaded",
