@@ -3,7 +3,7 @@
 # Runs `systemd-analyze verify` on a copy of the unit whose ExecStart points at the binary under
 # test (verify insists that the binary exists), and fails on any complaint about the unit. Where
 # systemd-analyze is missing or cannot run here, says so; the required keys are checked either
-# way by the unit test DeployUnit.CarriesTheRequiredSettings.
+# way by the unit test DoctorDeployUnit.CarriesTheRequiredSettings.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
 
 UNIT=$SRC/deploy/systemd/novaserve.service
@@ -13,9 +13,9 @@ sed "s#/usr/local/bin/novaserve#$(readlink -f "$BIN")#" "$UNIT" >"$TMP/units/nov
 printf '[Service]\nExecStart=/bin/true\n' >"$TMP/units/probe.service"
 
 if ! command -v systemd-analyze >/dev/null; then
-  echo "SKIP: systemd-analyze not installed; keys checked by DeployUnit.CarriesTheRequiredSettings"
+  echo "SKIP: systemd-analyze not installed; keys checked by DoctorDeployUnit.CarriesTheRequiredSettings"
 elif ! systemd-analyze verify "$TMP/units/probe.service" >/dev/null 2>&1; then
-  echo "SKIP: systemd-analyze verify cannot run here; keys checked by DeployUnit.CarriesTheRequiredSettings"
+  echo "SKIP: systemd-analyze verify cannot run here; keys checked by DoctorDeployUnit.CarriesTheRequiredSettings"
 else
   systemd-analyze verify "$TMP/units/novaserve.service" >"$TMP/out" 2>&1
   rc=$?

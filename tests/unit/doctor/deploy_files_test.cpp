@@ -65,7 +65,7 @@ std::multimap<std::string, std::string> parse_service(const std::string& text) {
   return out;
 }
 
-TEST(DeploySysctl, FixesTheOsFindingsItNames) {
+TEST(DoctorDeploySysctl, FixesTheOsFindingsItNames) {
   FixtureTree tree(healthy_amd());
   // Distribution defaults of an untuned host.
   tree.write("/proc/sys/net/core/somaxconn", "128\n");
@@ -90,7 +90,7 @@ TEST(DeploySysctl, FixesTheOsFindingsItNames) {
   EXPECT_GE(parse_int(settings.at("net.core.somaxconn")).value_or(0), 2048);
 }
 
-TEST(DeployUnit, CarriesTheRequiredSettings) {
+TEST(DoctorDeployUnit, CarriesTheRequiredSettings) {
   const auto unit = parse_service(read_source("deploy/systemd/novaserve.service"));
   const auto one = [&](const std::string& key) {
     EXPECT_EQ(unit.count(key), 1u) << key;
