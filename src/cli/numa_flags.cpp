@@ -1,7 +1,6 @@
 #include "cli/numa_flags.h"
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
 
 #include "numa/numa_bind.h"
 #include "numa/numa_choice.h"
@@ -12,16 +11,13 @@
 namespace novaserve {
 namespace {
 
-// The serving GPU's PCI address; empty (and logged) when the runtime cannot say.
-std::string gpu_pci_address(const DeviceFlags& device) {
+// The serving GPU's PCI address, or the runtime's reason why there is none.
+Result<std::string> gpu_pci_address(const DeviceFlags& device) {
 #if defined(NOVASERVE_WITH_GPU)
-  auto id = gpu::device_pci_bus_id(static_cast<int>(device.gpu));
-  if (id.ok()) return id.value();
-  std::fprintf(stderr,
-               "novaserve serve: --numa auto: no PCI address for GPU %lld (%s), not binding\n",
-               static_cast<long long>(device.gpu), id.error().message.c_str());
+  return gpu::device_pci_bus_id(static_cast<int>(device.gpu));
+#else
+  return Err(ErrorCode::kUnsupported, "this build has no GPU runtime");
 #endif
-  return {};
 }
 
 }  // namespace
@@ -33,20 +29,23 @@ void add_numa_flag(CLI::App& cmd, std::string& value) {
       ->capture_default_str();
 }
 
-Status apply_numa(const std::string& value, const DeviceFlags& device) {
+Result<std::string> apply_numa(const std::string& value, const DeviceFlags& device) {
   auto mode = numa::parse_numa_mode(value);
   if (!mode.ok()) return mode.error();
   std::string address;
   if (mode->kind == numa::NumaMode::Kind::kAuto && is_gpu_device(device)) {
-    address = gpu_pci_address(device);
-    if (address.empty()) return {};
+    auto id = gpu_pci_address(device);
+    if (!id.ok()) {
+      return "--numa auto: no PCI address for GPU " + std::to_string(device.gpu) + " (" +
+             id.error().message + "), not binding";
+    }
+    address = id.value();
   }
   auto choice = numa::choose_numa_node(mode.value(), address, doctor::RootFs("/"));
   if (!choice.ok()) return choice.error();
-  if (choice->node) NOVASERVE_RETURN_IF_ERROR(numa::bind_to_numa_node(*choice->node));
-  std::fprintf(stderr, "novaserve serve: %s%s\n", choice->reason.c_str(),
-               choice->node ? ": threads and memory bound to it" : "");
-  return {};
+  if (!choice->node) return choice->reason;
+  NOVASERVE_RETURN_IF_ERROR(numa::bind_to_numa_node(*choice->node));
+  return choice->reason + ": threads and memory bound to it";
 }
 
 }  // namespace novaserve

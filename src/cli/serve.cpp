@@ -141,8 +141,9 @@ void register_serve(CLI::App& app, int& exit_code) {
       exit_code = fail(engine.error().message);
       return;
     }
-    if (auto st = apply_numa(*numa, engine_flags->device); !st.ok()) {
-      exit_code = fail(st.error().message);
+    auto numa_log = apply_numa(*numa, engine_flags->device);
+    if (!numa_log.ok()) {
+      exit_code = fail(numa_log.error().message);
       return;
     }
     EngineOptions eo = engine.value();
@@ -153,7 +154,11 @@ void register_serve(CLI::App& app, int& exit_code) {
       eo.scheduler.max_step_ms = 0.8 * static_cast<double>(serve->slo.itl_p95.count());
     }
     exit_code = run_serve(serve.value(),
-                          [eo](std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer) {
+                          [eo, numa_log = numa_log.value()](std::shared_ptr<const GgufFile> gguf,
+                                                            const Tokenizer& tokenizer) {
+                            // Logged here, once the model has opened, so that a bad model still
+                            // fails with one line.
+                            std::fprintf(stderr, "novaserve serve: %s\n", numa_log.c_str());
                             return create_engine(std::move(gguf), tokenizer, eo);
                           });
   });
