@@ -66,14 +66,15 @@ void check_device_nodes(const CheckContext& ctx, std::vector<Finding>& out) {
 
 // Returns the directory holding libcuda.so.1, or empty.
 std::string check_libcuda(const CheckContext& ctx, std::vector<Finding>& out) {
-  if (const auto lib = find_library(ctx.fs, ctx.lib_path, "libcuda.so")) {
+  // The runtime dlopens libcuda.so.1 (its soname); a bare libcuda.so is only the linker's name.
+  if (const auto lib = find_library(ctx.fs, ctx.lib_path, "libcuda.so.1")) {
     return lib->substr(0, lib->rfind('/'));
   }
   out.push_back({"nvidia.libcuda-missing",
                  Severity::kError,
-                 "libcuda.so (the driver's user-space half) is on no library path: CUDA "
+                 "libcuda.so.1 (the driver's user-space half) is on no library path: CUDA "
                  "programs cannot start",
-                 {{"LD_LIBRARY_PATH, /etc/ld.so.conf, default dirs", "no libcuda.so*"}},
+                 {{"LD_LIBRARY_PATH, /etc/ld.so.conf, default dirs", "no libcuda.so.1"}},
                  "install the driver's libraries (sudo apt-get install libcuda1, or the "
                  "driver .run file); a container needs the NVIDIA Container Toolkit"});
   return {};
@@ -87,7 +88,11 @@ void check_versions(const CheckContext& ctx, const std::string& libcuda_dir,
   // libcuda.so.1 links to libcuda.so.<driver version>; a different version than the kernel
   // module's (a driver upgrade without a reboot) makes cuInit fail with
   // CUDA_ERROR_SYSTEM_DRIVER_MISMATCH and nvidia-smi say "Driver/library version mismatch".
-  if (driver && !libcuda_dir.empty()) {
+  // The CUDA forward-compatibility package (/usr/local/cuda-*/compat) is a libcuda meant to
+  // differ from the kernel module, so it is not judged.
+  const bool compat =
+      libcuda_dir.size() >= 7 && libcuda_dir.compare(libcuda_dir.size() - 7, 7, "/compat") == 0;
+  if (driver && !libcuda_dir.empty() && !compat) {
     for (const auto& name : ctx.fs.list(libcuda_dir)) {
       if (name.rfind("libcuda.so.", 0) != 0) continue;
       const auto lib = parse_driver_version(name.substr(11));

@@ -55,6 +55,35 @@ TEST(Doctor, FindsTheGpuThroughProcfsWhenThePciTreeIsHidden) {
   EXPECT_EQ(report.exit_code(), 0) << finding_list(report);
 }
 
+TEST(Doctor, NvidiaContainerLayoutIsHealthy) {
+  // The layout of the H200 machine this project runs on: libcuda from the container toolkit's
+  // /usr/local/nvidia/lib64 (on LD_LIBRARY_PATH), the CUDA forward-compatibility libcuda of an
+  // older version in /usr/local/cuda-13.0/compat, no NUMA node for the GPU, no DRM class.
+  Manifest m = healthy_nvidia();
+  m.erase("/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+  m.erase("/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06");
+  m["/proc/driver/nvidia/version"] =
+      "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build\n";
+  m["/sys/bus/pci/devices/0000:17:00.0/numa_node"] = "-1\n";
+  m["/usr/local/nvidia/lib64/libcuda.so"] = "";
+  m["/usr/local/nvidia/lib64/libcuda.so.1"] = "";
+  m["/usr/local/nvidia/lib64/libcuda.so.580.159.04"] = "";
+  m["/usr/local/cuda-13.0/compat/libcuda.so.1"] = "";
+  m["/usr/local/cuda-13.0/compat/libcuda.so.580.95.05"] = "";
+  FixtureTree tree(m);
+  DoctorInputs in = healthy_inputs();
+  in.env["LD_LIBRARY_PATH"] = "/usr/local/nvidia/lib64:/usr/local/nvidia/lib";
+  EXPECT_TRUE(run(tree, in).findings.empty()) << finding_list(run(tree, in));
+  // With the compat directory first on the path, its older libcuda is not a mismatch.
+  in.env["LD_LIBRARY_PATH"] = "/usr/local/cuda-13.0/compat:/usr/local/nvidia/lib64";
+  EXPECT_TRUE(run(tree, in).findings.empty()) << finding_list(run(tree, in));
+  // Without LD_LIBRARY_PATH there is no libcuda.so.1 on the loader's path.
+  in.env.clear();
+  const DoctorReport report = run(tree, in);
+  ASSERT_FALSE(report.findings.empty());
+  EXPECT_EQ(report.findings[0].id, "nvidia.libcuda-missing");
+}
+
 TEST(Doctor, RanksTheBlockingFaultFirst) {
   // A tunable (info), a backlog cap (warning) and a missing /dev/kfd (error): kfd first.
   FixtureTree tree(healthy_amd());
