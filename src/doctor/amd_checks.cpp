@@ -8,6 +8,7 @@
 #include "doctor/check_context.h"
 #include "doctor/device_access.h"
 #include "doctor/kernel_state.h"
+#include "doctor/visible_devices.h"
 
 namespace novaserve::doctor {
 namespace {
@@ -91,6 +92,20 @@ void check_render_nodes(const CheckContext& ctx, std::vector<Finding>& out) {
   }
 }
 
+void check_visible_devices(const CheckContext& ctx, std::vector<Finding>& out) {
+  // ROCR_VISIBLE_DEVICES masks at the HSA level, HIP_VISIBLE_DEVICES (and CUDA_VISIBLE_DEVICES,
+  // which HIP also honours) in the HIP runtime.
+  if (auto ev = hiding_visible_devices(
+          ctx.in.env, {"ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"})) {
+    const std::string name = ev->value.substr(0, ev->value.find('='));
+    out.push_back({"amd.visible-devices-empty",
+                   Severity::kError,
+                   name + " hides every GPU from the ROCm runtime",
+                   {*ev},
+                   "unset " + name + " (or list the GPUs: " + name + "=0)"});
+  }
+}
+
 void check_runtime(const CheckContext& ctx, std::vector<Finding>& out) {
   for (const char* lib : {"libamdhip64.so", "libhsa-runtime64.so"}) {
     if (find_library(ctx.fs, ctx.lib_path, lib)) continue;
@@ -129,6 +144,7 @@ void check_amd(const CheckContext& ctx, std::vector<Finding>& out) {
   check_driver(ctx, out);
   check_kfd(ctx, out);
   check_render_nodes(ctx, out);
+  check_visible_devices(ctx, out);
   check_runtime(ctx, out);
 }
 

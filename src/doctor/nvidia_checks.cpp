@@ -8,6 +8,7 @@
 #include "doctor/cuda_compat.h"
 #include "doctor/device_access.h"
 #include "doctor/kernel_state.h"
+#include "doctor/visible_devices.h"
 
 namespace novaserve::doctor {
 namespace {
@@ -61,6 +62,16 @@ void check_device_nodes(const CheckContext& ctx, std::vector<Finding>& out) {
                        (ctx.in.user.name.empty() ? "$USER" : ctx.in.user.name) +
                        " (the driver's default mode is 0666: NVreg_DeviceFileMode)"});
     return;
+  }
+}
+
+void check_visible_devices(const CheckContext& ctx, std::vector<Finding>& out) {
+  if (auto ev = hiding_visible_devices(ctx.in.env, {"CUDA_VISIBLE_DEVICES"})) {
+    out.push_back({"nvidia.visible-devices-empty",
+                   Severity::kError,
+                   "CUDA_VISIBLE_DEVICES hides every GPU from CUDA programs",
+                   {*ev},
+                   "unset CUDA_VISIBLE_DEVICES (or list the GPUs: CUDA_VISIBLE_DEVICES=0)"});
   }
 }
 
@@ -146,6 +157,7 @@ void check_nvidia(const CheckContext& ctx, std::vector<Finding>& out) {
   if (!has_vendor(ctx.gpus, GpuVendor::kNvidia)) return;
   const bool loaded = check_driver(ctx, out);
   check_device_nodes(ctx, out);
+  check_visible_devices(ctx, out);
   const std::string libcuda_dir = check_libcuda(ctx, out);
   if (loaded) check_versions(ctx, libcuda_dir, out);
 }

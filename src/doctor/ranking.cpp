@@ -16,6 +16,8 @@ const std::vector<std::string>& ranked_ids() {
       "amd.kfd-permission",
       "amd.render-permission",
       "nvidia.device-permission",
+      "amd.visible-devices-empty",
+      "nvidia.visible-devices-empty",
       "amd.hip-runtime-missing",
       "amd.rocm-path-unset",
       "nvidia.libcuda-missing",

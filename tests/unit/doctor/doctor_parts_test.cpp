@@ -9,6 +9,7 @@
 #include "doctor/gpu_scan.h"
 #include "doctor/library_search.h"
 #include "doctor/ranking.h"
+#include "doctor/visible_devices.h"
 #include "fixture_tree.h"
 
 namespace novaserve::doctor::testing {
@@ -74,6 +75,18 @@ TEST(DoctorGpuScan, NormalizesPciAddresses) {
   EXPECT_EQ(normalize_pci_address("0000:C1:00.0"), "0000:c1:00.0");
   EXPECT_FALSE(normalize_pci_address("17:00.0").has_value());
   EXPECT_FALSE(normalize_pci_address("zzzz:17:00.0").has_value());
+}
+
+TEST(DoctorVisibleDevices, OnlyAnEmptyOrInvalidFirstEntryHidesAll) {
+  const std::vector<std::string> names = {"CUDA_VISIBLE_DEVICES"};
+  EXPECT_FALSE(hiding_visible_devices({}, names).has_value());
+  EXPECT_FALSE(hiding_visible_devices({{"CUDA_VISIBLE_DEVICES", "0,1"}}, names).has_value());
+  EXPECT_FALSE(hiding_visible_devices({{"CUDA_VISIBLE_DEVICES", "GPU-8f6c"}}, names).has_value());
+  for (const char* hides : {"", "-1", "-1,0", " NoDevFiles"}) {
+    const auto ev = hiding_visible_devices({{"CUDA_VISIBLE_DEVICES", hides}}, names);
+    ASSERT_TRUE(ev.has_value()) << hides;
+    EXPECT_EQ(ev->value.rfind("CUDA_VISIBLE_DEVICES=", 0), 0u);
+  }
 }
 
 TEST(DoctorRanking, EveryRequiredIdHasARank) {
