@@ -89,7 +89,7 @@ int run_doctor_command(DoctorFlags& f) {
   if (f.json) {
     // Evidence quotes files verbatim; invalid UTF-8 in them is replaced, not thrown on.
     std::cout << doctor::report_json(report.value())
-                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                     .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
               << "\n";
   } else {
     std::cout << doctor::render_text(report.value());

@@ -2,18 +2,18 @@
 
 namespace novaserve::doctor {
 
-nlohmann::json report_json(const DoctorReport& report) {
-  nlohmann::json gpus = nlohmann::json::array();
+nlohmann::ordered_json report_json(const DoctorReport& report) {
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
   for (const auto& g : report.gpus) {
     gpus.push_back({{"vendor", gpu_vendor_name(g.vendor)},
                     {"pci_address", g.pci_address},
                     {"numa_node", g.numa_node}});
   }
-  nlohmann::json findings = nlohmann::json::array();
-  nlohmann::json counts = {{"error", 0}, {"warning", 0}, {"info", 0}};
+  nlohmann::ordered_json findings = nlohmann::ordered_json::array();
+  nlohmann::ordered_json counts = {{"error", 0}, {"warning", 0}, {"info", 0}};
   for (size_t i = 0; i < report.findings.size(); ++i) {
     const Finding& f = report.findings[i];
-    nlohmann::json evidence = nlohmann::json::array();
+    nlohmann::ordered_json evidence = nlohmann::ordered_json::array();
     for (const auto& e : f.evidence) evidence.push_back({{"file", e.file}, {"value", e.value}});
     findings.push_back({{"rank", i + 1},
                         {"id", f.id},

@@ -7,9 +7,10 @@
 
 namespace novaserve::doctor {
 
-/// {"root", "kernel", "gpus": [{"vendor", "pci_address", "numa_node"}], "findings": [{"rank",
-/// "id", "severity", "summary", "evidence": [{"file", "value"}], "fix"}], "counts": {"error",
-/// "warning", "info"}, "exit_code"}. Findings are in rank order, rank 1 first.
-nlohmann::json report_json(const DoctorReport& report);
+/// Keys in this order (ordered_json): {"root", "kernel", "gpus": [{"vendor", "pci_address",
+/// "numa_node"}], "findings": [{"rank", "id", "severity", "summary", "evidence": [{"file",
+/// "value"}], "fix"}], "counts": {"error", "warning", "info"}, "exit_code"}. Findings are in rank
+/// order, rank 1 first.
+nlohmann::ordered_json report_json(const DoctorReport& report);
 
 }  // namespace novaserve::doctor

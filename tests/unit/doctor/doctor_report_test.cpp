@@ -128,7 +128,7 @@ TEST(Doctor, GarbageFilesGiveFindingsOrNothingNeverAnAbort) {
       // Whatever was found, it renders, also as JSON with invalid UTF-8 replaced.
       EXPECT_FALSE(render_text(report).empty());
       EXPECT_FALSE(report_json(report)
-                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                       .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
                        .empty());
     }
   }
