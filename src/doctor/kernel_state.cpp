@@ -3,6 +3,12 @@
 #include <sstream>
 
 namespace novaserve::doctor {
+namespace {
+
+// Saved kernel logs on Debian/Ubuntu (rsyslog) and RHEL (dmesg at boot); the journal is binary.
+const char* const kKernelLogs[] = {"/var/log/kern.log", "/var/log/dmesg", "/var/log/syslog"};
+
+}  // namespace
 
 const char* const kSecureBootVar =
     "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-e0986ffaab8c";
@@ -41,12 +47,6 @@ std::optional<bool> secure_boot_enabled(const RootFs& fs) {
   return (*data)[4] == 1;
 }
 
-const std::vector<std::string>& kernel_log_files() {
-  static const std::vector<std::string> files = {"/var/log/kern.log", "/var/log/dmesg",
-                                                 "/var/log/syslog"};
-  return files;
-}
-
 std::vector<Evidence> kernel_log_lines(const RootFs& fs,
                                        const std::vector<std::vector<std::string>>& patterns,
                                        size_t max_lines) {
@@ -59,7 +59,7 @@ std::vector<Evidence> kernel_log_lines(const RootFs& fs,
     }
     return false;
   };
-  for (const auto& file : kernel_log_files()) {
+  for (const char* file : kKernelLogs) {
     // Logs can be large; their first 16 MiB cover the boots where modules were loaded.
     const auto text = fs.read(file, size_t{16} << 20);
     if (!text) continue;

@@ -38,7 +38,4 @@ std::vector<Evidence> kernel_log_lines(const RootFs& fs,
 /// Documentation/admin-guide/module-signing.rst).
 std::vector<Evidence> module_signature_failures(const RootFs& fs, const std::string& module);
 
-/// The files kernel_log_lines searches.
-const std::vector<std::string>& kernel_log_files();
-
 }  // namespace novaserve::doctor

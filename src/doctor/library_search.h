@@ -12,7 +12,7 @@
 
 namespace novaserve::doctor {
 
-/// Where a directory came from, for evidence and for amd.rocm-path-unset.
+/// Where a directory came from, for evidence.
 enum class LibDirSource { kLdLibraryPath, kLdSoConf, kDefault };
 
 struct LibDir {

@@ -55,8 +55,7 @@ bool RootFs::exists(const std::string& path) const {
 std::optional<FileStat> RootFs::stat(const std::string& path) const {
   struct stat st {};
   if (::stat(host_path(path).c_str(), &st) != 0) return std::nullopt;
-  return FileStat{st.st_uid, st.st_gid, static_cast<uint32_t>(st.st_mode & 07777),
-                  S_ISDIR(st.st_mode)};
+  return FileStat{st.st_uid, st.st_gid, static_cast<uint32_t>(st.st_mode & 07777)};
 }
 
 std::vector<std::string> RootFs::list(const std::string& dir) const {

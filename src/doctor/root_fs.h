@@ -15,7 +15,6 @@ struct FileStat {
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint32_t mode = 0;  ///< permission bits only (st_mode & 07777)
-  bool is_dir = false;
 };
 
 /// A view of the file system below `root`. Paths given to its methods are absolute host paths
