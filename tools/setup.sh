@@ -9,7 +9,7 @@ APT_PACKAGES=(
   clang libclang-rt-14-dev clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libpcre2-dev libboost-dev
-  prometheus-cpp-dev prometheus bible-kjv-text bible-kjv
+  prometheus-cpp-dev prometheus bible-kjv-text bible-kjv libnuma-dev
   hipcc libamdhip64-dev rocm-device-libs
 )
 

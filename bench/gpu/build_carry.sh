@@ -5,7 +5,8 @@
 #   bin/gpu_op_test   the GPU tests, all of tests/gpu/*.cu (CUDA, sm_90)
 #   bin/novaserve     the CLI with --device cuda (serve/generate/bench on the GPU, and `synth`:
 #                     an 8B file is too big to carry),
-#   lib/              with the two shared libraries it needs that the GPU image lacks
+#   lib/              with the shared libraries it needs that the GPU image may lack
+#                     (prometheus-cpp, PCRE2, libnuma for serve's --numa)
 #   shared/testdata/tokenizers/   the vocab GGUFs of the synth presets (NOVASERVE_SHARED_DIR)
 #
 # Why build here: the GPU machines have CUDA 13, cmake and ninja but none of the Debian -dev
@@ -26,7 +27,7 @@ rm -rf "$CARRY"
 mkdir -p "$CARRY/bin" "$CARRY/lib" "$CARRY/shared/testdata/tokenizers"
 cp build-cuda/gpu_op_test build-cuda/novaserve "$CARRY/bin/"
 strip "$CARRY/bin/gpu_op_test" "$CARRY/bin/novaserve"
-for lib in libprometheus-cpp-core.so.1.0 libpcre2-8.so.0; do
+for lib in libprometheus-cpp-core.so.1.0 libpcre2-8.so.0 libnuma.so.1; do
   cp -L "$(ldd build-cuda/novaserve | awk -v l="$lib" '$1 == l {print $3}')" "$CARRY/lib/$lib"
 done
 VOCABS=${NOVASERVE_SHARED_DIR:-../shared}/testdata/tokenizers
@@ -42,7 +43,7 @@ if [ -n "$bad" ]; then
   exit 1
 fi
 missing=$(LD_LIBRARY_PATH=$CARRY/lib ldd "$CARRY/bin/novaserve" | awk '{print $1}' |
-  grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|lib(c|m|dl|rt|pthread|stdc\+\+|gcc_s)\.so|libcublas(Lt)?\.so\.13|libprometheus-cpp-core|libpcre2-8)' ||
+  grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|lib(c|m|dl|rt|pthread|stdc\+\+|gcc_s)\.so|libcublas(Lt)?\.so\.13|libprometheus-cpp-core|libpcre2-8|libnuma)' ||
   true)
 if [ -n "$missing" ]; then
   echo "build_carry: novaserve needs unexpected shared libraries: $missing" >&2

@@ -74,4 +74,11 @@ void register_loadgen(CLI::App& app, int& exit_code);
 /// output).
 void register_convert(CLI::App& app, int& exit_code);
 
+/// Adds `doctor [--root DIR] [--json] [--model M] [--backlog N] [--max-num-seqs N]
+/// [--max-queued-requests N]`: prints the ranked findings of src/doctor (why the GPU or the
+/// server cannot work well here). Sets `exit_code` to 0 when no finding is an error, 1 when one
+/// is, or 2 after a one-line error on stderr (a flag out of range, a --root that is not a
+/// directory, an unreadable --model).
+void register_doctor(CLI::App& app, int& exit_code);
+
 }  // namespace novaserve

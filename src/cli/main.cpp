@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   novaserve::register_convert(app, exit_code);
   novaserve::register_perplexity(app, exit_code);
   novaserve::register_loadgen(app, exit_code);
+  novaserve::register_doctor(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -8,6 +8,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/device_flags.h"
+#include "cli/numa_flags.h"
 #include "engine/engine.h"
 #include "server/serve_flags.h"
 
@@ -126,7 +127,10 @@ void register_serve(CLI::App& app, int& exit_code) {
   auto engine_flags = std::make_shared<EngineFlags>();
   add_serve_flags(*cmd, *serve_flags);
   add_engine_flags(*cmd, *engine_flags);
-  cmd->callback([serve_flags, engine_flags, &exit_code] {
+  // NUMA placement (--numa, src/cli/numa_flags.h), applied before any server thread starts.
+  auto numa = std::make_shared<std::string>("auto");
+  add_numa_flag(*cmd, *numa);
+  cmd->callback([serve_flags, engine_flags, numa, &exit_code] {
     auto serve = to_serve_options(*serve_flags);
     if (!serve.ok()) {
       exit_code = fail(serve.error().message);
@@ -137,6 +141,11 @@ void register_serve(CLI::App& app, int& exit_code) {
       exit_code = fail(engine.error().message);
       return;
     }
+    auto numa_log = apply_numa(*numa, engine_flags->device);
+    if (!numa_log.ok()) {
+      exit_code = fail(numa_log.error().message);
+      return;
+    }
     EngineOptions eo = engine.value();
     eo.scheduler.max_queue_time = serve->max_queue_time;
     // The ITL SLO sets the step-time target unless --max-step-ms did; 0.8 leaves room for
@@ -145,7 +154,11 @@ void register_serve(CLI::App& app, int& exit_code) {
       eo.scheduler.max_step_ms = 0.8 * static_cast<double>(serve->slo.itl_p95.count());
     }
     exit_code = run_serve(serve.value(),
-                          [eo](std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer) {
+                          [eo, numa_log = numa_log.value()](std::shared_ptr<const GgufFile> gguf,
+                                                            const Tokenizer& tokenizer) {
+                            // Logged here, once the model has opened, so that a bad model still
+                            // fails with one line.
+                            std::fprintf(stderr, "novaserve serve: %s\n", numa_log.c_str());
                             return create_engine(std::move(gguf), tokenizer, eo);
                           });
   });

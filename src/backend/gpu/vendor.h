@@ -22,6 +22,7 @@
 
 // ---- Runtime: errors, devices, memory, streams, events ----------------------------------------
 #if defined(NOVASERVE_GPU_HIP)
+#define cudaDeviceGetPCIBusId hipDeviceGetPCIBusId
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaDeviceSynchronize hipDeviceSynchronize
 #define cudaError_t hipError_t

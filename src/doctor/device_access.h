@@ -1,0 +1,37 @@
+// Whether a user can open a device node read-write, decided from its owner, group and mode
+// bits against an injected identity (not access(2), which answers for the doctor's own user and
+// the tests' user). Rule: the classic Unix permission check of path_resolution(7) (owner, then
+// group, then other); uid 0 may open anything. ACLs are not read.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "doctor/doctor_inputs.h"
+#include "doctor/root_fs.h"
+
+namespace novaserve::doctor {
+
+/// The verdict on one device node.
+struct DeviceAccess {
+  bool read_write = false;     ///< the user may open it O_RDWR
+  uint32_t mode = 0;           ///< permission bits
+  uint32_t gid = 0;            ///< the node's group
+  std::string group_name;      ///< from /etc/group; "gid N" when it has no entry
+  bool user_in_group = false;  ///< the gid is among the user's groups, or /etc/group lists them
+  /// /etc/group lists the user but the process lacks the group: it was added after login, and
+  /// takes effect at the next login or service restart.
+  bool group_pending = false;
+};
+
+/// The access `user` has to `path`; empty when the node does not exist.
+std::optional<DeviceAccess> device_access(const RootFs& fs, const std::string& path,
+                                          const UserIdentity& user);
+
+/// "/dev/kfd: mode 0660, group render (gid 110); user alice is not in group render".
+std::string describe_access(const DeviceAccess& a, const UserIdentity& user);
+
+/// A user name for messages: `user.name`, else "uid N".
+std::string user_label(const UserIdentity& user);
+
+}  // namespace novaserve::doctor
