@@ -4,8 +4,9 @@
 #   2. soak: open-loop chat-mix at 80% of that capacity for SOAK_MIN minutes (RSS sampled);
 #   3. overload: open-loop chat-mix at 3x capacity for OVER_MIN minutes (RSS sampled);
 #   4. stall: the largest inter-token gap of a stream while a 6,800-token prompt prefills.
-# One server per run, default flags plus the SLO below (so admission is SLO-aware); loadgen
-# reports goodput under the same SLO. Writes OUTDIR/{capacity,soak,overload}.{json,svg,log} and
+# One server per run: default flags for capacity and soak; for overload also the SLO below, so
+# that admission is SLO-aware (in a closed loop, refusals would only be re-sent at once). loadgen
+# reports goodput under that SLO in every run. Writes OUTDIR/{capacity,soak,overload}.{json,svg,log} and
 # stall.json. Usage: tools/bench_overload_cpu.sh OUTDIR [CAP_MIN SOAK_MIN OVER_MIN]
 set -eu
 cd "$(dirname "$0")/.."
@@ -22,14 +23,16 @@ SLO_LOAD=(--slo-ttft-p95 10s --slo-ttft-p99 20s --slo-itl-p95 1s)
 PORT=18090
 mkdir -p "$OUT"
 
-start_server() {  # start_server LOG: serves on $PORT, sets SPID
-  "$BIN" serve --model "$MODEL" --port $PORT "${SLO_SERVE[@]}" >"$1" 2>&1 &
+start_server() {  # start_server LOG [FLAGS...]: serves on $PORT, sets SPID
+  local log=$1
+  shift
+  "$BIN" serve --model "$MODEL" --port $PORT "$@" >"$log" 2>&1 &
   SPID=$!
   for _ in $(seq 120); do
     curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && return 0
     sleep 1
   done
-  echo "server did not start (see $1)" >&2
+  echo "server did not start (see $log)" >&2
   exit 1
 }
 stop_server() {
@@ -65,11 +68,12 @@ load soak --qps "$SOAK_QPS" --duration "${SOAK_MIN}m" --soak --server-pid "$SPID
 stop_server "$OUT/soak.log"
 
 echo "== overload: open loop at $OVER_QPS req/s, ${OVER_MIN} min"
-start_server "$OUT/overload-serve.log"
+start_server "$OUT/overload-serve.log" "${SLO_SERVE[@]}"
 load overload --qps "$OVER_QPS" --duration "${OVER_MIN}m" --soak --server-pid "$SPID" \
   --sample-interval 30s --warmup-requests 2
 stop_server "$OUT/overload.log"
 
+git rev-parse HEAD >"$OUT/commit.txt"
 echo "== stall: a 6,800-token prompt beside a stream (default flags)"
 .venv/bin/python tools/bench_stall.py --binary "$BIN" --model "$MODEL" --prompt-tokens 6800 \
   --json "$OUT/stall.json"

@@ -19,7 +19,8 @@
 # --models      synth presets for --bench/--serve (default "llama3-8b"; e.g.
 #               "llama3-8b u15-lite-12b").
 # --no-tests    skips the GPU test binary (for a second call that only benchmarks or serves).
-# --overload QPS  for each model of --models: fin-qa, open loop at QPS for 60 s, against
+# --overload QPS  for each model of --models: fin-qa, open loop at QPS for 60 s (QPS "auto": 1.5 x
+#               the max QPS that --serve found for that model, so give --serve too), against
 #               `novaserve serve --device cuda` with default flags and again with the seed's SLO
 #               given to the server (--slo-ttft-p95 187ms --slo-ttft-p99 238ms: SLO-aware
 #               admission); goodput under that SLO for both (overload-PRESET-{plain,slo}.*).
@@ -234,8 +235,16 @@ serve_model() {  # serve_model PRESET FIRST_QPS
   tail -n 12 "$OUT/loadgen-$name.log"
 }
 overload_model() {  # overload_model PRESET: plain and SLO-aware servers at $OVERLOAD_QPS
-  local name=$1 m="$scratch/$1.gguf" port=18081
+  local name=$1 m="$scratch/$1.gguf" port=18081 qps=$OVERLOAD_QPS
   ensure_model "$name"
+  if [ "$qps" = auto ]; then
+    qps=$(python3 -c "import json,sys; print(round(1.5 * json.load(open(sys.argv[1]))['find_max_qps']['max_qps'], 1))" \
+      "$OUT/loadgen-$name.json") || qps=0
+    if [ "$qps" = 0 ] || [ "$qps" = 0.0 ]; then
+      echo "overload $name: no max QPS from --serve; skipped" | tee -a "$OUT/summary.md"
+      return
+    fi
+  fi
   for mode in plain slo; do
     local flags=""
     [ $mode = slo ] && flags="--slo-ttft-p95 187ms --slo-ttft-p99 238ms"
@@ -246,11 +255,11 @@ overload_model() {  # overload_model PRESET: plain and SLO-aware servers at $OVE
       curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
       sleep 1
     done
-    timeout 200 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --qps "$OVERLOAD_QPS" \
+    timeout 200 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --qps "$qps" \
       --duration 60s --drain-timeout 60s --warmup-requests 4 --slo-ttft-p95 187ms \
       --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/overload-$name-$mode.json" \
       >"$OUT/overload-$name-$mode.log" 2>&1
-    echo "overload fin-qa $name at $OVERLOAD_QPS req/s, $mode server: exit $? (overload-$name-$mode.log)" |
+    echo "overload fin-qa $name at $qps req/s, $mode server: exit $? (overload-$name-$mode.log)" |
       tee -a "$OUT/summary.md"
     curl -s "http://127.0.0.1:$port/metrics" | grep -E '^novaserve_requests_rejected_total' |
       tee -a "$OUT/overload-$name-$mode.log"
@@ -259,9 +268,6 @@ overload_model() {  # overload_model PRESET: plain and SLO-aware servers at $OVE
     tail -n 14 "$OUT/overload-$name-$mode.log"
   done
 }
-if [ -n "$OVERLOAD_QPS" ]; then
-  for name in $BENCH_MODELS; do overload_model "$name"; done
-fi
 if [ $BENCH -eq 1 ]; then
   first=1
   for name in $BENCH_MODELS; do
@@ -284,6 +290,9 @@ if [ $SERVE -eq 1 ]; then
       *) serve_model "$name" 8 ;;
     esac
   done
+fi
+if [ -n "$OVERLOAD_QPS" ]; then
+  for name in $BENCH_MODELS; do overload_model "$name"; done
 fi
 rm -rf "$scratch"
 [ $e2e_rc -ne 0 ] && rc=1

@@ -266,6 +266,8 @@ void Engine::publish_stats() {
     const double ms = cost_model_.predict_ms(chunk);
     stats_.prefill_tokens_per_second = ms > 0.0 ? 512.0 / (ms / 1000.0) : 0.0;
   }
+  stats_.sequences_finished_per_second =
+      departure_seconds_sum_ > 0.0 ? departures_sum_ / departure_seconds_sum_ : 0.0;
   stats_.num_steps = num_steps_;
   stats_.step_seconds = step_seconds_;
   stats_.forward_seconds = forward_seconds_;

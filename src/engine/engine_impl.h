@@ -59,6 +59,9 @@ class Engine final : public EngineClient {
   void calibrate_shape(std::span<const ForwardSeq> seqs, int runs);
   // Updates the measured prefill rate with a step that computed `prefill_tokens` in `seconds`.
   void observe_prefill(int64_t prefill_tokens, double seconds);
+  // Updates the measured departure rate with a step of `seconds` in which `departures`
+  // sequences left; `queued`: sequences were waiting when the step began.
+  void observe_departures(int64_t departures, double seconds, bool queued);
   void publish_stats();
 
   std::unique_ptr<ModelRunner> model_;
@@ -78,6 +81,9 @@ class Engine final : public EngineClient {
   double prefill_tokens_sum_ = 0.0;
   double prefill_seconds_sum_ = 0.0;
   int64_t prefix_hits_seen_ = 0;  // SchedulerStats::prefix_cache_hits at the last step
+  // Exponentially weighted sums behind EngineStats::sequences_finished_per_second.
+  double departures_sum_ = 0.0;
+  double departure_seconds_sum_ = 0.0;
   int64_t num_steps_ = 0;
   double step_seconds_ = 0.0;
   double forward_seconds_ = 0.0;

@@ -94,12 +94,26 @@ void Engine::observe_prefill(int64_t prefill_tokens, double seconds) {
   prefill_seconds_sum_ = prefill_seconds_sum_ * kDecay + seconds;
 }
 
+void Engine::observe_departures(int64_t departures, double seconds, bool queued) {
+  // Only while sequences wait does the rate at which others leave decide their wait.
+  if (!queued) return;
+  constexpr double kDecay = 0.99;  // per step: departures are sparse, so a longer memory
+  departures_sum_ = departures_sum_ * kDecay + static_cast<double>(departures);
+  departure_seconds_sum_ = departure_seconds_sum_ * kDecay + seconds;
+}
+
 void Engine::step() {
   using Clock = std::chrono::steady_clock;
   const auto t_step = Clock::now();
+  const bool queued = scheduler_->num_waiting() > 0;
   const SchedulerPlan& plan = scheduler_->schedule(t_step);
   emit_dropped(plan);
-  if (plan.seqs.empty()) return;
+  int64_t departures = static_cast<int64_t>(plan.aborted.size() + plan.expired.size());
+  if (plan.seqs.empty()) {
+    observe_departures(departures, std::chrono::duration<double>(Clock::now() - t_step).count(),
+                       queued);
+    return;
+  }
   // Prompt tokens this step takes care of: those it computes, and those admissions found in the
   // prefix cache (the backlog the SLO rule divides by this rate counts both).
   int64_t prefill_tokens = scheduler_->stats().prefix_cache_hits - prefix_hits_seen_;
@@ -150,6 +164,7 @@ void Engine::step() {
     }
     out.finish = finish_after(seq, token);
     if (out.finish) {
+      ++departures;
       // finish() frees the blocks now; the Sequence lives until the output is handed over.
       const auto done = scheduler_->finish(seq, *out.finish);
       done->request().on_output(std::move(out));
@@ -162,6 +177,7 @@ void Engine::step() {
   step_seconds_ += seconds;
   cost_model_.observe(shape, seconds * 1000.0);
   observe_prefill(prefill_tokens, seconds);
+  observe_departures(departures, seconds, queued);
 }
 
 }  // namespace novaserve

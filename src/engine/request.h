@@ -97,7 +97,11 @@ struct EngineStats {
   /// steps that left prompt work pending; before the first such step, the start-up cost model's
   /// rate for a 512-token chunk. 0 when unknown.
   double prefill_tokens_per_second = 0.0;
-  int32_t max_num_seqs = 0;      ///< --max-num-seqs (sequence slots); 0 when the engine has none
+  /// Measured rate (sequences/s) at which sequences leave the engine (finish, abort, expire)
+  /// while others wait: departures over the wall time of the steps they happened in,
+  /// exponentially weighted over recent steps that began with sequences waiting. 0 = unknown.
+  double sequences_finished_per_second = 0.0;
+  int32_t max_num_seqs = 0;  ///< --max-num-seqs (sequence slots); 0 when the engine has none
   int64_t num_steps = 0;         ///< engine steps that ran the model
   double step_seconds = 0.0;     ///< wall time of those steps (plan, forward, sampling, outputs)
   double forward_seconds = 0.0;  ///< of which inside the model's forward pass

@@ -22,24 +22,36 @@ const char* reject_reason_name(RejectReason r) {
   return "unknown";
 }
 
-std::optional<double> expected_prefill_wait(const EngineStats& stats, int64_t prompt_tokens) {
+std::optional<double> expected_wait(const EngineStats& stats, int64_t slots_ahead,
+                                    int64_t prompt_tokens) {
   if (!(stats.prefill_tokens_per_second > 0.0)) return std::nullopt;
-  return static_cast<double>(stats.prefill_tokens_pending + prompt_tokens) /
-         stats.prefill_tokens_per_second;
+  const double own = static_cast<double>(prompt_tokens) / stats.prefill_tokens_per_second;
+  double wait = static_cast<double>(stats.prefill_tokens_pending) /
+                    stats.prefill_tokens_per_second +
+                own;
+  if (slots_ahead > 0 && stats.sequences_finished_per_second > 0.0) {
+    wait = std::max(wait,
+                    static_cast<double>(slots_ahead) / stats.sequences_finished_per_second + own);
+  }
+  return wait;
 }
 
 std::optional<Refusal> Admission::try_admit(const EngineStats& stats, int32_t n,
                                             int64_t prompt_tokens) {
   if (config_.slo_ttft.count() > 0) {
     const double slo = static_cast<double>(config_.slo_ttft.count()) / 1000.0;
-    if (const auto wait = expected_prefill_wait(stats, prompt_tokens); wait && *wait > slo) {
-      char msg[256];
+    const int64_t slots_ahead =
+        outstanding_.load(std::memory_order_relaxed) + n - stats.max_num_seqs;
+    if (const auto wait = expected_wait(stats, slots_ahead, prompt_tokens); wait && *wait > slo) {
+      char msg[320];
       std::snprintf(msg, sizeof msg,
                     "the server is overloaded: the expected wait for a first token is %.2f s "
-                    "(%lld prompt tokens queued at %.0f tokens/s), over the TTFT SLO of %.3f s; "
-                    "retry later",
+                    "(%lld prompt tokens queued at %.0f tokens/s, %lld sequences ahead for a slot "
+                    "at %.1f/s), over the TTFT SLO of %.3f s; retry later",
                     *wait, static_cast<long long>(stats.prefill_tokens_pending),
-                    stats.prefill_tokens_per_second, slo);
+                    stats.prefill_tokens_per_second,
+                    static_cast<long long>(std::max<int64_t>(0, slots_ahead)),
+                    stats.sequences_finished_per_second, slo);
       // By then the backlog ahead has drained to what the SLO allows.
       const auto retry = static_cast<int>(std::clamp(std::ceil(*wait - slo), 1.0, 3600.0));
       return Refusal{RejectReason::kSloTtft, unavailable(msg, "slo_ttft", retry)};
@@ -62,9 +74,10 @@ std::optional<Refusal> Admission::try_admit(const EngineStats& stats, int32_t n,
                   "queue_full")};
 }
 
-std::optional<Refusal> Admission::try_enter_pool() {
+std::optional<Refusal> Admission::try_enter_pool(int32_t max_num_seqs) {
+  const int64_t limit = int64_t{config_.max_queued_requests} + std::max(max_num_seqs, 0);
   int64_t before = preparing_.load(std::memory_order_relaxed);
-  while (before < config_.max_queued_requests) {
+  while (before < limit) {
     if (preparing_.compare_exchange_weak(before, before + 1, std::memory_order_relaxed)) {
       return std::nullopt;
     }
@@ -72,7 +85,9 @@ std::optional<Refusal> Admission::try_enter_pool() {
   return Refusal{RejectReason::kQueueFull,
                  unavailable("the server is overloaded: " + std::to_string(before) +
                                  " requests are waiting to be tokenized (--max-queued-requests " +
-                                 std::to_string(config_.max_queued_requests) + "); retry later",
+                                 std::to_string(config_.max_queued_requests) +
+                                 " + --max-num-seqs " + std::to_string(max_num_seqs) +
+                                 "); retry later",
                              "queue_full")};
 }
 

@@ -44,9 +44,15 @@ struct Refusal {
   HttpResponse response;
 };
 
-/// The expected wait of a request of `prompt_tokens`: (prefill tokens pending + its own) /
-/// prefill rate, in seconds; nullopt when the engine has not measured a rate yet.
-std::optional<double> expected_prefill_wait(const EngineStats& stats, int64_t prompt_tokens);
+/// The expected wait for a first token of a request of `prompt_tokens` whose last sequence has
+/// `slots_ahead` sequences before it in the queue for a slot (<= 0: a slot is free), in
+/// seconds: the larger of
+///   - the prefill backlog: (prompt tokens pending + its own) / prefill rate, and
+///   - the slot wait: slots_ahead / departure rate + its own tokens / prefill rate
+/// (each term only once the engine has measured its rate). nullopt when the prefill rate is
+/// unknown.
+std::optional<double> expected_wait(const EngineStats& stats, int64_t slots_ahead,
+                                    int64_t prompt_tokens);
 
 /// Counts the sequences admitted and not yet finished, and decides admission. Thread-safe
 /// (I/O threads admit, engine outputs release).
@@ -61,9 +67,10 @@ class Admission {
   std::optional<Refusal> try_admit(const EngineStats& stats, int32_t n, int64_t prompt_tokens);
 
   /// Enters a request into the tokenize pool's queue, or refuses it (queue_full) when
-  /// max_queued_requests requests are already waiting for or in the pool: each holds its body
-  /// (up to --max-body-bytes) until it is tokenized. Pair each success with left_pool().
-  std::optional<Refusal> try_enter_pool();
+  /// max_queued_requests + `max_num_seqs` requests (what the engine can run or queue) are already
+  /// waiting for or in the pool: each holds its body (up to --max-body-bytes) until it is
+  /// tokenized. Pair each success with left_pool().
+  std::optional<Refusal> try_enter_pool(int32_t max_num_seqs);
   void left_pool() { preparing_.fetch_sub(1, std::memory_order_relaxed); }
 
   /// Ends `n` sequences reserved by try_admit (each choice's final output, or a failed submit).

@@ -53,7 +53,7 @@ void finish(Preparation& p) {
 
 void run_prepared(ServerContext& ctx, const ModelServices& model, HttpRequest& request,
                   const std::shared_ptr<ResponseChannel>& channel, PrepareFn prepare) {
-  if (auto refusal = ctx.admission.try_enter_pool()) {
+  if (auto refusal = ctx.admission.try_enter_pool(model.engine->stats().max_num_seqs)) {
     ctx.metrics.count_rejected(refusal->reason);
     return channel->send(std::move(refusal->response));
   }

@@ -87,7 +87,7 @@ TEST(AdmissionTest, ExpectedWaitOverTheTtftSloIsRefusedAtOnce) {
   stats.prefill_tokens_per_second = 1000.0;
   stats.prefill_tokens_pending = 300;
   // (300 + 100) / 1000 = 0.4 s: within the SLO.
-  ASSERT_EQ(expected_prefill_wait(stats, 100).value(), 0.4);
+  ASSERT_EQ(expected_wait(stats, /*slots_ahead=*/-31, 100).value(), 0.4);
   EXPECT_FALSE(a.try_admit(stats, 1, 100));
   // (300 + 400) / 1000 = 0.7 s: over it, refused, and nothing reserved.
   const auto r = a.try_admit(stats, 1, 400);
@@ -102,6 +102,30 @@ TEST(AdmissionTest, ExpectedWaitOverTheTtftSloIsRefusedAtOnce) {
   EXPECT_EQ(header(a.try_admit(stats, 1, 0)->response, "Retry-After"), "10");
 }
 
+TEST(AdmissionTest, TheWaitForASlotCountsWhenSlotsAreTheBottleneck) {
+  AdmissionConfig c;
+  c.slo_ttft = std::chrono::milliseconds(500);
+  Admission a(c);
+  EngineStats stats = engine_with_slots(4);
+  stats.prefill_tokens_per_second = 10000.0;  // prefill is no bottleneck: 0.01 s for 100
+  stats.sequences_finished_per_second = 2.0;
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(a.try_admit(stats, 1, 100));  // the slots
+  // 5th: 1 ahead at 2/s = 0.5 s + 0.01 s of its own prefill: over the SLO.
+  EXPECT_EQ(expected_wait(stats, 1, 100).value(), 0.5 + 0.01);
+  const auto r = a.try_admit(stats, 1, 100);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->reason, RejectReason::kSloTtft);
+  EXPECT_NE(nlohmann::json::parse(r->response.body)["error"]["message"].get<std::string>().find(
+                "1 sequences ahead for a slot"),
+            std::string::npos);
+  // Departures measured faster: it fits.
+  stats.sequences_finished_per_second = 4.0;
+  EXPECT_FALSE(a.try_admit(stats, 1, 100));
+  // Without a measured departure rate only the prefill backlog counts.
+  stats.sequences_finished_per_second = 0.0;
+  EXPECT_EQ(expected_wait(stats, 3, 100).value(), 0.01);
+}
+
 TEST(AdmissionTest, NoSloOrNoMeasuredRateNeverRefusesForTheWait) {
   Admission no_slo;
   EngineStats stats = engine_with_slots(32);
@@ -112,8 +136,21 @@ TEST(AdmissionTest, NoSloOrNoMeasuredRateNeverRefusesForTheWait) {
   c.slo_ttft = std::chrono::milliseconds(100);
   Admission unmeasured(c);
   stats.prefill_tokens_per_second = 0.0;
-  EXPECT_FALSE(expected_prefill_wait(stats, 100));
+  EXPECT_FALSE(expected_wait(stats, 0, 100));
   EXPECT_FALSE(unmeasured.try_admit(stats, 1, 100));
+}
+
+TEST(AdmissionTest, TheTokenizePoolHoldsAtMostTheQueueLimitPlusTheSlots) {
+  AdmissionConfig c;
+  c.max_queued_requests = 3;
+  Admission a(c);
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(a.try_enter_pool(/*max_num_seqs=*/2));
+  const auto r = a.try_enter_pool(2);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->reason, RejectReason::kQueueFull);
+  EXPECT_EQ(r->response.status, 503);
+  a.left_pool();
+  EXPECT_FALSE(a.try_enter_pool(2));
 }
 
 TEST(AdmissionTest, ReasonNamesAreTheMetricLabels) {
