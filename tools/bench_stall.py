@@ -14,11 +14,10 @@ import argparse
 import json
 import os
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
-from http_client import metric_value  # noqa: E402
+from http_client import StreamStamps, metric_value  # noqa: E402
 from server_launcher import LaunchedServer  # noqa: E402
 
 
@@ -46,23 +45,9 @@ def main():
             "POST", "/v1/completions",
             {"prompt": "The river", "max_tokens": 3000, "ignore_eos": True,
              "temperature": 0, "stream": True}))
-        stamps = []
-        stop = threading.Event()
-
-        def read():
-            while not stop.is_set():
-                try:
-                    data = s.recv(65536)
-                except OSError:
-                    return
-                if not data:
-                    return
-                stamps.extend([time.monotonic()] * data.count(b'"text":"'))
-
-        reader = threading.Thread(target=read)
-        reader.start()
-        while len(stamps) < 10:
-            time.sleep(0.05)
+        stream = StreamStamps(s)
+        stream.wait_for(10, 3600)
+        stamps = stream.stamps
         before = steps(srv.server)
         t0 = time.monotonic()
         r = srv.server.post("/v1/completions",
@@ -70,9 +55,7 @@ def main():
                             timeout=3600)
         t1 = time.monotonic()
         after = steps(srv.server)
-        stop.set()
-        s.close()
-        reader.join()
+        stream.stop()
         usage = r.json()["usage"]
         gaps = [b - x for x, b in zip(stamps, stamps[1:]) if t0 <= b <= t1]
         gaps.sort()

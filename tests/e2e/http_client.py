@@ -8,6 +8,7 @@ chunked bodies).
 import json
 import select
 import socket
+import threading
 import time
 import urllib.parse
 
@@ -151,6 +152,40 @@ def wait_readable(sock, timeout=60.0):
     """Blocks until `sock` has bytes to read (a response started arriving) or was closed; False
     after `timeout` seconds."""
     return bool(select.select([sock], [], [], timeout)[0])
+
+
+class StreamStamps:
+    """Reads an SSE response from `sock` on a thread and records the arrival time
+    (time.monotonic) of each content chunk, for measuring inter-token gaps. stop() ends it."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.stamps = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read)
+        self._thread.start()
+
+    def _read(self):
+        while not self._stop.is_set():
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.stamps.extend([time.monotonic()] * data.count(b'"text":"'))
+
+    def wait_for(self, n, timeout):
+        """True once n chunks arrived (False after `timeout` seconds)."""
+        deadline = time.monotonic() + timeout
+        while len(self.stamps) < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return len(self.stamps) >= n
+
+    def stop(self):
+        self._stop.set()
+        self.sock.close()
+        self._thread.join()
 
 
 def sse_events(body):

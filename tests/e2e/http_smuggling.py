@@ -24,21 +24,13 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from case_runner import CaseFailure, check, run_cases  # noqa: E402
 from http_client import Server, wait_healthy  # noqa: E402
 from server_launcher import LaunchedServer  # noqa: E402
 
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       "robustness", "http_smuggling_corpus.json")
 CLOSE_TIMEOUT = 10.0  # seconds for the whole answer and the EOF after it
-
-
-class CaseFailure(Exception):
-    pass
-
-
-def check(cond, message):
-    if not cond:
-        raise CaseFailure(message)
 
 
 def expand(text, smuggled, api_key):
@@ -183,21 +175,7 @@ def run_suite(server, only=None):
     cases.append(("crlf_flood", case_crlf_flood))
     if only:
         cases = [c for c in cases if only in c[0]]
-    failures = 0
-    for name, fn in cases:
-        try:
-            fn(server)
-            r = server.get("/health", timeout=30)
-            check(r is not None and r.status == 200, "server stopped serving: /health -> %r" % r)
-            print("PASS %s" % name)
-        except CaseFailure as e:
-            failures += 1
-            print("FAIL %s: %s" % (name, e))
-        except (OSError, ValueError, KeyError) as e:
-            failures += 1
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-    print("%d cases, %d failed" % (len(cases), failures))
-    return failures
+    return run_cases(server, cases)
 
 
 def main():

@@ -24,21 +24,13 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from case_runner import CaseFailure, check, run_cases  # noqa: E402
 from http_client import Server, metric_value, read_response, sse_events, wait_healthy  # noqa: E402
 from server_launcher import LaunchedServer, rss_bytes, shared_dir  # noqa: E402
 
 COMPLETIONS = "/v1/completions"
 CHAT = "/v1/chat/completions"
 USER_HI = [{"role": "user", "content": "hi"}]
-
-
-class CaseFailure(Exception):
-    pass
-
-
-def check(cond, message):
-    if not cond:
-        raise CaseFailure(message)
 
 
 def check_error(r, status, param=None, message=None, etype=None):
@@ -539,24 +531,10 @@ def build_cases(args, ctx):
 
 
 def run_suite(server, args, ctx):
-    failures = 0
     cases = build_cases(args, ctx)
     if args.only:
         cases = [c for c in cases if args.only in c[0]]
-    for name, fn in cases:
-        try:
-            note = fn(server)
-            r = server.get("/health", timeout=30)
-            check(r is not None and r.status == 200, "server stopped serving: /health -> %r" % r)
-            print("PASS %s%s" % (name, " (%s)" % note if note else ""))
-        except CaseFailure as e:
-            failures += 1
-            print("FAIL %s: %s" % (name, e))
-        except (OSError, ValueError, KeyError) as e:
-            failures += 1
-            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
-    print("%d cases, %d failed" % (len(cases), failures))
-    return failures
+    return run_cases(server, cases)
 
 
 def main():

@@ -23,7 +23,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from http_client import metric_value, read_response  # noqa: E402
+from http_client import StreamStamps, metric_value, read_response  # noqa: E402
 from server_launcher import LaunchedServer, rss_bytes  # noqa: E402
 
 ROOT = os.environ.get("NOVASERVE_SOURCE_DIR",
@@ -130,29 +130,9 @@ class StallFreeE2E(unittest.TestCase):
                  "temperature": 0, "stream": True})
             s = srv.server.connect(600)
             s.sendall(stream_raw)
-            buf = b""
-            stamps = []  # arrival time of each content chunk
-            stop = threading.Event()
-
-            def read_stream():
-                nonlocal buf
-                while not stop.is_set():
-                    try:
-                        data = s.recv(65536)
-                    except OSError:
-                        return
-                    if not data:
-                        return
-                    now = time.monotonic()
-                    stamps.extend([now] * data.count(b'"text":"'))
-                    buf += data
-
-            reader = threading.Thread(target=read_stream)
-            reader.start()
-            deadline = time.monotonic() + 120
-            while len(stamps) < 5 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            self.assertGreaterEqual(len(stamps), 5, "the stream did not start")
+            stream = StreamStamps(s)
+            self.assertTrue(stream.wait_for(5, 120), "the stream did not start")
+            stamps = stream.stamps  # arrival time of each content chunk
 
             long_prompt = " ".join("word%d" % (i % 97) for i in range(600))
             steps_before = metric_value(metrics(srv.server), "novaserve_engine_steps_total")
@@ -162,9 +142,7 @@ class StallFreeE2E(unittest.TestCase):
                                 timeout=600)
             t_done = time.monotonic()
             steps_after = metric_value(metrics(srv.server), "novaserve_engine_steps_total")
-            stop.set()
-            s.close()
-            reader.join()
+            stream.stop()
             self.assertEqual(r.status, 200, r.body[:300])
             prompt_tokens = r.json()["usage"]["prompt_tokens"]
             self.assertGreater(prompt_tokens, 1000)
