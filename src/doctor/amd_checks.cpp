@@ -13,11 +13,20 @@
 namespace novaserve::doctor {
 namespace {
 
-std::string usermod_fix(const CheckContext& ctx, const std::string& group) {
-  const std::string user = ctx.in.user.name.empty() ? "$USER" : ctx.in.user.name;
-  return "sudo usermod -aG " + group + " " + user +
-         " (then log in again, or restart the service; the systemd unit sets "
-         "SupplementaryGroups=render video)";
+// The node's mode must change (it has no group rw bits, or its group is root): restore what
+// ROCm's udev rules give it, 0660 in group render (or the node's own group, when it has one),
+// and persist that with a udev rule, since udev recreates the node at every boot.
+std::string amd_mode_fix(const std::vector<InaccessibleNode>& nodes, const std::string& match) {
+  std::string group = "render";
+  for (const auto& n : nodes) {
+    if (n.access.gid != 0 && n.access.group_known) group = n.access.group_name;
+  }
+  const std::string paths = node_paths(nodes);
+  return "the mode must change, not the user's groups: sudo chgrp " + group + " " + paths +
+         " && sudo chmod 0660 " + paths + "; persist: echo '" + match + ", GROUP=\"" + group +
+         "\", MODE=\"0660\"' | sudo tee /etc/udev/rules.d/70-novaserve-gpu.rules && sudo "
+         "udevadm control --reload && sudo udevadm trigger (the user must be in group " +
+         group + ")";
 }
 
 void check_driver(const CheckContext& ctx, std::vector<Finding>& out) {
@@ -63,7 +72,9 @@ void check_kfd(const CheckContext& ctx, std::vector<Finding>& out) {
                  "/dev/kfd is not read-write for " + user_label(ctx.in.user) + " (group " +
                      kfd->group_name + ")",
                  {{"/dev/kfd", describe_access(*kfd, ctx.in.user)}},
-                 usermod_fix(ctx, kfd->group_name)});
+                 permission_fix({{"/dev/kfd", *kfd}}, ctx.in.user, [](const auto& nodes) {
+                   return amd_mode_fix(nodes, "SUBSYSTEM==\"kfd\", KERNEL==\"kfd\"");
+                 })});
 }
 
 void check_render_nodes(const CheckContext& ctx, std::vector<Finding>& out) {
@@ -79,17 +90,23 @@ void check_render_nodes(const CheckContext& ctx, std::vector<Finding>& out) {
                    "load amdgpu (sudo modprobe amdgpu); in a container, pass --device=/dev/dri"});
     return;
   }
+  // Every node is judged: udev usually gives them one group and mode, but a chmod by hand or a
+  // stale rule can leave some of them apart.
+  std::vector<InaccessibleNode> denied;
+  std::vector<Evidence> ev;
   for (const auto& node : nodes) {
     const auto a = device_access(ctx.fs, node, ctx.in.user);
     if (!a || a->read_write) continue;
-    out.push_back({"amd.render-permission",
-                   Severity::kError,
-                   node + " is not read-write for " + user_label(ctx.in.user) + " (group " +
-                       a->group_name + ")",
-                   {{node, describe_access(*a, ctx.in.user)}},
-                   usermod_fix(ctx, a->group_name)});
-    return;  // one node's verdict stands for all: they share group and mode (udev rules)
+    denied.push_back({node, *a});
+    ev.push_back({node, describe_access(*a, ctx.in.user)});
   }
+  if (denied.empty()) return;
+  out.push_back({"amd.render-permission", Severity::kError,
+                 node_paths(denied) + (denied.size() == 1 ? " is" : " are") +
+                     " not read-write for " + user_label(ctx.in.user),
+                 std::move(ev), permission_fix(denied, ctx.in.user, [](const auto& n) {
+                   return amd_mode_fix(n, "SUBSYSTEM==\"drm\", KERNEL==\"renderD*\"");
+                 })});
 }
 
 void check_visible_devices(const CheckContext& ctx, std::vector<Finding>& out) {

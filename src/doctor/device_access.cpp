@@ -45,6 +45,8 @@ std::optional<DeviceAccess> device_access(const RootFs& fs, const std::string& p
   a.gid = st->gid;
   const auto group = find_group(fs, st->gid);
   a.group_name = group ? group->name : "gid " + std::to_string(st->gid);
+  a.group_known = group.has_value();
+  a.owner = user.uid == st->uid;
   const bool in_gids = std::find(user.gids.begin(), user.gids.end(), st->gid) != user.gids.end();
   const bool listed =
       group && !user.name.empty() &&
@@ -72,12 +74,74 @@ std::string user_label(const UserIdentity& user) {
 std::string describe_access(const DeviceAccess& a, const UserIdentity& user) {
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", a.mode);
-  return std::string("mode ") + mode + ", group " + a.group_name + " (gid " +
-         std::to_string(a.gid) + "); user " + user_label(user) +
-         (a.group_pending ? " is listed in group " + a.group_name +
-                                " in /etc/group but the process lacks it (log in again)"
-          : a.user_in_group ? " is in group " + a.group_name
-                            : " is not in group " + a.group_name);
+  std::string s = std::string("mode ") + mode + ", group " + a.group_name + " (gid " +
+                  std::to_string(a.gid) + "); user " + user_label(user) +
+                  (a.group_pending ? " is listed in group " + a.group_name +
+                                         " in /etc/group but the process lacks it (log in again)"
+                   : a.user_in_group ? " is in group " + a.group_name
+                                     : " is not in group " + a.group_name);
+  if (a.owner) {
+    s += "; the user owns the node, so the owner bits decide";
+  } else if ((a.mode & 060) != 060) {
+    s += "; the mode gives the group no read-write access";
+  } else if (a.gid == 0) {
+    s += "; the group is root";
+  }
+  return s;
+}
+
+bool needs_mode_fix(const DeviceAccess& a) {
+  return a.owner || a.gid == 0 || (a.mode & 060) != 060;
+}
+
+std::string node_paths(const std::vector<InaccessibleNode>& nodes) {
+  std::string s;
+  for (const auto& n : nodes) s += (s.empty() ? "" : " ") + n.path;
+  return s;
+}
+
+std::string permission_fix(
+    const std::vector<InaccessibleNode>& nodes, const UserIdentity& user,
+    const std::function<std::string(const std::vector<InaccessibleNode>&)>& mode_fix) {
+  const std::string name = user.name.empty() ? "$USER" : user.name;
+  std::vector<InaccessibleNode> by_mode;
+  std::vector<std::string> parts;
+  std::vector<uint32_t> seen;
+  for (const auto& n : nodes) {
+    const DeviceAccess& a = n.access;
+    if (needs_mode_fix(a)) {
+      by_mode.push_back(n);
+      continue;
+    }
+    if (std::find(seen.begin(), seen.end(), a.gid) != seen.end()) continue;
+    seen.push_back(a.gid);
+    const std::string gid = std::to_string(a.gid);
+    if (a.group_pending) {
+      // The kernel checks the process's groups, fixed at login: usermod has already been done.
+      parts.push_back("/etc/group already lists " + name + " in group " + a.group_name +
+                      ", but this process lacks it (added after login): log in again (or run "
+                      "newgrp " +
+                      a.group_name + "), or restart the service");
+    } else if (!a.group_known) {
+      // usermod -aG needs a group the group database knows.
+      parts.push_back("gid " + gid + " has no entry in /etc/group: sudo groupadd -g " + gid +
+                      " gpu" + gid + " && sudo usermod -aG gpu" + gid + " " + name +
+                      " (in a container: --group-add " + gid + "), then log in again");
+    } else {
+      const bool in_unit = a.group_name == "render" || a.group_name == "video";
+      parts.push_back(
+          "sudo usermod -aG " + a.group_name + " " + name +
+          " (then log in again, or restart the service; " +
+          (in_unit ? std::string("the systemd unit sets SupplementaryGroups=render "
+                                 "video")
+                   : "for the systemd unit, add " + a.group_name + " to SupplementaryGroups=") +
+          ")");
+    }
+  }
+  if (!by_mode.empty()) parts.insert(parts.begin(), mode_fix(by_mode));
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : "; ") + p;
+  return s;
 }
 
 }  // namespace novaserve::doctor

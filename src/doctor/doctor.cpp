@@ -56,6 +56,9 @@ Result<DoctorReport> run_doctor(const std::string& root, const DoctorInputs& in)
   check_numa(ctx, report.findings);
   check_server_limits(ctx, report.findings);
   check_os_tuning(ctx, report.findings);
+  // Evidence quotes files, and garbage files hold any bytes.
+  for (auto& f : report.findings) make_printable(f);
+  report.kernel = printable(report.kernel);
   rank_findings(report.findings);
   return report;
 }

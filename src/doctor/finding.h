@@ -29,4 +29,15 @@ struct Finding {
   std::string fix;
 };
 
+/// The [info] finding `id` saying that its check could not run because `path` is missing
+/// (evidence: `path`, "missing").
+Finding not_checked(const std::string& id, const std::string& path, const std::string& fix);
+
+/// `text` with every byte outside printable ASCII (below 0x20, 0x7f and above) written as
+/// \xNN, so that a garbage file's bytes cannot make the report binary to grep or a terminal.
+std::string printable(const std::string& text);
+
+/// printable() applied to every string of `f`.
+void make_printable(Finding& f);
+
 }  // namespace novaserve::doctor

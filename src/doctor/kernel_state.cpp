@@ -11,7 +11,7 @@ const char* const kKernelLogs[] = {"/var/log/kern.log", "/var/log/dmesg", "/var/
 }  // namespace
 
 const char* const kSecureBootVar =
-    "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-e0986ffaab8c";
+    "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c";
 
 bool module_loaded(const RootFs& fs, const std::string& name, std::vector<Evidence>& evidence) {
   const std::string dir = "/sys/module/" + name;

@@ -15,9 +15,10 @@ namespace novaserve::doctor {
 /// /sys/module, so they count as loaded. `evidence` gets the files read.
 bool module_loaded(const RootFs& fs, const std::string& name, std::vector<Evidence>& evidence);
 
-/// Secure Boot state from the EFI variable SecureBoot-8be4df61-93ca-11d2-aa0d-e0986ffaab8c in
-/// /sys/firmware/efi/efivars: 4 bytes of attributes, then one byte, 1 = on (UEFI spec 2.10,
-/// section 3.3 "Globally Defined Variables"). Empty when not readable (BIOS boot, no efivarfs).
+/// Secure Boot state from the EFI variable SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c in
+/// /sys/firmware/efi/efivars (the GUID is EFI_GLOBAL_VARIABLE): 4 bytes of attributes, then one
+/// byte, 1 = on (UEFI spec 2.10, section 3.3 "Globally Defined Variables"). Empty when not readable
+/// (BIOS boot, no efivarfs).
 std::optional<bool> secure_boot_enabled(const RootFs& fs);
 
 /// The file holding the Secure Boot variable, for evidence.

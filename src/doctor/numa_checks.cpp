@@ -13,7 +13,14 @@ void check_numa(const CheckContext& ctx, std::vector<Finding>& out) {
   const auto nodes = online_numa_nodes(ctx.fs);
   if (!nodes || nodes->size() < 2) return;
   const auto allowed = allowed_cpus(ctx.fs);
-  if (!allowed) return;
+  if (!allowed) {
+    bool gpu_with_node = false;
+    for (const auto& gpu : ctx.gpus) gpu_with_node = gpu_with_node || gpu.numa_node >= 0;
+    if (gpu_with_node && !ctx.fs.exists("/proc/self/status")) {
+      out.push_back(not_checked("os.numa-mismatch", "/proc/self/status", "numactl --show"));
+    }
+    return;
+  }
   for (const auto& gpu : ctx.gpus) {
     if (gpu.numa_node < 0) continue;
     const auto cpus = numa_node_cpus(ctx.fs, gpu.numa_node);

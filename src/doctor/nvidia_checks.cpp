@@ -51,18 +51,30 @@ void check_device_nodes(const CheckContext& ctx, std::vector<Finding>& out) {
                    "sudo nvidia-modprobe -u -c=0 (creates /dev/nvidia0, nvidiactl and nvidia-uvm); "
                    "in a container, use the NVIDIA Container Toolkit (--gpus all)"});
   }
+  // Every node is judged: CUDA needs all of them, and they can differ (nvidia-uvm is created
+  // by nvidia-modprobe, the others by the driver).
+  std::vector<InaccessibleNode> denied;
+  std::vector<Evidence> ev;
   for (const auto& node : nodes) {
     const auto a = device_access(ctx.fs, node, ctx.in.user);
     if (!a || a->read_write) continue;
-    out.push_back({"nvidia.device-permission",
-                   Severity::kError,
-                   node + " is not read-write for " + user_label(ctx.in.user),
-                   {{node, describe_access(*a, ctx.in.user)}},
-                   "sudo usermod -aG " + a->group_name + " " +
-                       (ctx.in.user.name.empty() ? "$USER" : ctx.in.user.name) +
-                       " (the driver's default mode is 0666: NVreg_DeviceFileMode)"});
-    return;
+    denied.push_back({node, *a});
+    ev.push_back({node, describe_access(*a, ctx.in.user)});
   }
+  if (denied.empty()) return;
+  out.push_back(
+      {"nvidia.device-permission", Severity::kError,
+       node_paths(denied) + (denied.size() == 1 ? " is" : " are") + " not read-write for " +
+           user_label(ctx.in.user),
+       std::move(ev), permission_fix(denied, ctx.in.user, [](const auto& n) {
+         // The driver creates its nodes 0666 in group root (NVreg_DeviceFileMode=0666,
+         // NVreg_DeviceFileGID=0 are its defaults): restore the mode rather than add anyone
+         // to group root.
+         return "restore the driver's default mode: sudo chmod 0666 " + node_paths(n) +
+                "; persist: remove NVreg_DeviceFileMode/NVreg_DeviceFileGID from "
+                "/etc/modprobe.d (or set NVreg_DeviceFileMode=0666), then reload the nvidia "
+                "modules";
+       })});
 }
 
 void check_visible_devices(const CheckContext& ctx, std::vector<Finding>& out) {

@@ -19,22 +19,37 @@ std::optional<std::string> selected(const RootFs& fs, const std::string& path) {
 }
 
 bool cmdline_has(const CheckContext& ctx, const std::string& word) {
-  const std::string cmdline = " " + ctx.fs.read_line("/proc/cmdline").value_or("") + " ";
+  // Built by appending: GCC 12's -Wrestrict misfires on `" " + std::string&&` here.
+  std::string cmdline = " ";
+  cmdline += ctx.fs.read_line("/proc/cmdline").value_or("");
+  cmdline += ' ';
   return cmdline.find(" " + word + " ") != std::string::npos;
 }
 
-// An integer sysctl; a garbage value becomes an info finding of `id`.
+// "/proc/sys/vm/swappiness" -> "vm.swappiness": sysctl(8)'s dotted key.
+std::string sysctl_key(const std::string& path) {
+  std::string key = path.substr(10);
+  for (char& c : key) c = c == '/' ? '.' : c;
+  return key;
+}
+
+// An integer sysctl; a garbage value becomes an info finding of `id`, and so does a missing
+// file when `required` (a sysctl every kernel has, so that its absence means procfs is hidden).
 std::optional<int64_t> sysctl(const CheckContext& ctx, const std::string& path,
-                              const std::string& id, std::vector<Finding>& out) {
+                              const std::string& id, std::vector<Finding>& out,
+                              bool required = true) {
   const auto text = ctx.fs.read_line(path);
-  if (!text) return std::nullopt;
+  if (!text) {
+    if (required) out.push_back(not_checked(id, path, "sysctl " + sysctl_key(path)));
+    return std::nullopt;
+  }
   const auto v = parse_int(*text);
   if (!v) {
     out.push_back({id,
                    Severity::kInfo,
                    "could not read " + path + " as a number",
                    {{path, text->substr(0, 80)}},
-                   "sysctl " + path.substr(10)});
+                   "sysctl " + sysctl_key(path)});
   }
   return v;
 }
@@ -56,7 +71,8 @@ void check_aspm(const CheckContext& ctx, std::vector<Finding>& out) {
 
 void check_numa_balancing(const CheckContext& ctx, std::vector<Finding>& out) {
   const std::string path = "/proc/sys/kernel/numa_balancing";
-  const auto v = sysctl(ctx, path, "os.numa-balancing", out);
+  // A kernel without CONFIG_NUMA_BALANCING has no such file, and no balancing to turn off.
+  const auto v = sysctl(ctx, path, "os.numa-balancing", out, /*required=*/false);
   const auto nodes = online_numa_nodes(ctx.fs);
   // On one node there is nothing to migrate between: the kernel's scanning is moot.
   if (!v || *v == 0 || !nodes || nodes->size() < 2) return;

@@ -24,6 +24,7 @@ const std::vector<std::string>& ranked_ids() {
       "nvidia.driver-library-mismatch",
       "nvidia.driver-runtime-mismatch",
       "capacity.model-does-not-fit",
+      "capacity.model-fits",
       "os.numa-mismatch",
       "os.nofile-low",
       "os.somaxconn-low",

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "doctor/check_context.h"
+#include "doctor/deploy_sysctl.h"
 #include "doctor/nofile_rule.h"
 
 namespace novaserve::doctor {
@@ -12,7 +13,11 @@ namespace {
 void check_somaxconn(const CheckContext& ctx, std::vector<Finding>& out) {
   const std::string path = "/proc/sys/net/core/somaxconn";
   const auto text = ctx.fs.read_line(path);
-  if (!text) return;  // no procfs net (some containers): nothing to judge
+  if (!text) {
+    // No procfs net (some containers): the cap cannot be judged from here.
+    out.push_back(not_checked("os.somaxconn-low", path, "sysctl net.core.somaxconn"));
+    return;
+  }
   const auto v = parse_int(*text);
   if (!v) {
     out.push_back({"os.somaxconn-low",
@@ -23,6 +28,15 @@ void check_somaxconn(const CheckContext& ctx, std::vector<Finding>& out) {
     return;
   }
   if (*v >= ctx.in.backlog) return;
+  // The drop-in sets kDeploySomaxconn: enough for a --backlog up to that, else it must be raised.
+  const std::string persist =
+      ctx.in.backlog <= kDeploySomaxconn
+          ? " (persist: deploy/sysctl/99-novaserve.conf, which sets " +
+                std::to_string(kDeploySomaxconn) + ")"
+          : "; persist: install deploy/sysctl/99-novaserve.conf and raise its net.core.somaxconn "
+            "from " +
+                std::to_string(kDeploySomaxconn) + " to " + std::to_string(ctx.in.backlog) +
+                " (/etc/sysctl.d/99-novaserve.conf), then sudo sysctl --system";
   // listen(2): "If the backlog argument is greater than the value in somaxconn, then it is
   // silently capped to that value". A burst larger than the cap is dropped by the kernel.
   out.push_back({"os.somaxconn-low",
@@ -31,14 +45,16 @@ void check_somaxconn(const CheckContext& ctx, std::vector<Finding>& out) {
                      std::to_string(ctx.in.backlog) +
                      " (--backlog): connection bursts are dropped by the kernel",
                  {{path, std::to_string(*v)}, {"--backlog", std::to_string(ctx.in.backlog)}},
-                 "sysctl -w net.core.somaxconn=" + std::to_string(ctx.in.backlog) +
-                     " (persist: deploy/sysctl/99-novaserve.conf)"});
+                 "sysctl -w net.core.somaxconn=" + std::to_string(ctx.in.backlog) + persist});
 }
 
 void check_nofile(const CheckContext& ctx, std::vector<Finding>& out) {
   const std::string path = "/proc/self/limits";
   const auto text = ctx.fs.read(path);
-  if (!text) return;
+  if (!text) {
+    out.push_back(not_checked("os.nofile-low", path, "ulimit -n"));
+    return;
+  }
   std::istringstream lines(*text);
   std::string line;
   while (std::getline(lines, line)) {
@@ -72,6 +88,11 @@ void check_nofile(const CheckContext& ctx, std::vector<Finding>& out) {
              " before serve, or LimitNOFILE=" + std::to_string(need) + " in the systemd unit"});
     return;
   }
+  out.push_back({"os.nofile-low",
+                 Severity::kInfo,
+                 "not checked: " + path + " has no \"Max open files\" line",
+                 {{path, "no Max open files line"}},
+                 "ulimit -n"});
 }
 
 }  // namespace

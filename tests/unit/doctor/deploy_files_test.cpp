@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "doctor/deploy_sysctl.h"
 #include "doctor/nofile_rule.h"
 #include "doctor/root_fs.h"
 #include "fixture_tree.h"
@@ -114,6 +115,69 @@ TEST(DoctorDeployUnit, CarriesTheRequiredSettings) {
   ASSERT_TRUE(shutdown.has_value());
   EXPECT_GT(parse_int(one("TimeoutStopSec")).value_or(0), *shutdown);
   EXPECT_NE(exec.find("--numa auto"), std::string::npos) << exec;
+}
+
+// The first command in `text` that starts with `start`, continuation lines joined, comment marks
+// ('#' at a line's start) dropped and runs of spaces collapsed.
+std::string command_in(const std::string& text, const std::string& start) {
+  std::istringstream lines(text);
+  std::string line;
+  std::string cmd;
+  bool in = false;
+  while (std::getline(lines, line)) {
+    line = trim(line);
+    if (!line.empty() && line[0] == '#') line = trim(line.substr(1));
+    if (!in && line.rfind(start, 0) != 0) continue;
+    in = true;
+    const bool more = !line.empty() && line.back() == '\\';
+    cmd += ' ';
+    cmd += trim(more ? line.substr(0, line.size() - 1) : line);
+    if (!more) break;
+  }
+  std::string out;
+  for (const char c : cmd) {
+    if (c == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += c;
+  }
+  return trim(out);
+}
+
+TEST(DoctorDeployUnit, ItsDoctorCommandHasTheServicesGroupsAndLimits) {
+  const std::string text = read_source("deploy/systemd/novaserve.service");
+  const auto unit = parse_service(text);
+  const std::string cmd = command_in(text, "sudo systemd-run");
+  ASSERT_FALSE(cmd.empty());
+  EXPECT_NE(cmd.find("-p User=" + unit.find("User")->second), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("-p SupplementaryGroups=\"" + unit.find("SupplementaryGroups")->second + "\""),
+            std::string::npos)
+      << cmd;
+  EXPECT_NE(cmd.find("-p LimitNOFILE=" + unit.find("LimitNOFILE")->second), std::string::npos)
+      << cmd;
+  EXPECT_NE(cmd.find("novaserve doctor"), std::string::npos) << cmd;
+  // docs/operations.md gives the same command.
+  EXPECT_EQ(command_in(read_source("docs/operations.md"), "sudo systemd-run"), cmd);
+  // `sudo -u novaserve` would run without the unit's groups and limits.
+  EXPECT_EQ(command_in(text, "sudo -u"), "");
+}
+
+TEST(DoctorDeployUnit, InstallsAGpuBuildForItsDefaultDevice) {
+  const std::string text = read_source("deploy/systemd/novaserve.service");
+  const auto unit = parse_service(text);
+  bool cuda_default = false;
+  for (auto [it, end] = unit.equal_range("Environment"); it != end; ++it) {
+    cuda_default = cuda_default || it->second == "NOVASERVE_DEVICE=cuda";
+  }
+  ASSERT_TRUE(cuda_default);
+  // build/ is the CPU preset's binary: --device cuda exits 2 there.
+  const std::string install = command_in(text, "sudo install -m 0755");
+  EXPECT_NE(install.find("build-cuda/novaserve"), std::string::npos) << install;
+  EXPECT_NE(text.find("build-hip/novaserve"), std::string::npos);
+  EXPECT_NE(text.find("NOVASERVE_DEVICE=cpu"), std::string::npos);
+}
+
+TEST(DoctorDeploySysctl, SomaxconnMatchesWhatTheFixesSay) {
+  const auto settings = parse_sysctl(read_source("deploy/sysctl/99-novaserve.conf"));
+  EXPECT_EQ(parse_int(settings.at("net.core.somaxconn")), kDeploySomaxconn);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // One fixture per finding: the healthy tree with exactly one fault. Each finding must be
 // reported, and reported first, since it is the only thing wrong.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <functional>
+#include <map>
 
 #include "fixture_tree.h"
 
@@ -47,7 +49,7 @@ std::vector<FaultCase> fault_cases() {
        [](T t, I) {
          t.remove("/sys/module/amdgpu");
          t.write("/proc/modules", "");
-         t.write("/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-e0986ffaab8c",
+         t.write("/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c",
                  std::string("\x06\x00\x00\x00\x01", 5));
          t.write("/var/log/kern.log",
                  "Jan 1 kernel: Loading of unsigned module is rejected\n"
@@ -152,13 +154,103 @@ TEST(DoctorFindings, KfdPermissionNamesTheGroupAndMembership) {
 
 TEST(DoctorFindings, KfdPermissionSaysWhenTheGroupIsListedButNotActive) {
   FixtureTree tree(healthy_amd());
-  tree.write("/etc/group", "render:x:" + std::to_string(getgid()) + ":alice,novaserve\n");
+  tree.write("/etc/group", "render:x:" + std::to_string(fixture_gid()) + ":alice,novaserve\n");
   DoctorInputs in = healthy_inputs();
   in.user.gids = {4242};
   const DoctorReport report = run(tree, in);
   ASSERT_FALSE(report.findings.empty());
   EXPECT_NE(report.findings.front().evidence[0].value.find("log in again"), std::string::npos)
       << report.findings.front().evidence[0].value;
+}
+
+TEST(DoctorFindings, KfdPermissionListedButNotActiveSaysLogInAgainNotUsermod) {
+  FixtureTree tree(healthy_amd());
+  tree.write("/etc/group", "render:x:" + std::to_string(fixture_gid()) + ":alice,novaserve\n");
+  DoctorInputs in = healthy_inputs();
+  in.user.gids = {4242};
+  const DoctorReport report = run(tree, in);
+  ASSERT_FALSE(report.findings.empty());
+  const Finding& f = report.findings.front();
+  ASSERT_EQ(f.id, "amd.kfd-permission");
+  EXPECT_NE(f.fix.find("log in again"), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("newgrp render"), std::string::npos) << f.fix;
+  EXPECT_EQ(f.fix.find("usermod"), std::string::npos) << f.fix;
+}
+
+TEST(DoctorFindings, KfdWithoutGroupBitsNeedsAModeFixNotUsermod) {
+  // /dev/kfd 0600 and the user in its group: no group membership can help.
+  FixtureTree tree(healthy_amd());
+  tree.chmod("/dev/kfd", 0600);
+  const DoctorReport report = run(tree, healthy_inputs());
+  ASSERT_FALSE(report.findings.empty());
+  const Finding& f = report.findings.front();
+  ASSERT_EQ(f.id, "amd.kfd-permission") << finding_list(report);
+  EXPECT_EQ(f.fix.find("usermod"), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("the mode must change"), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("chmod 0660 /dev/kfd"), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("udev"), std::string::npos) << f.fix;
+  EXPECT_NE(f.evidence[0].value.find("no read-write"), std::string::npos) << f.evidence[0].value;
+}
+
+TEST(DoctorFindings, UnknownGidGetsAValidInstruction) {
+  FixtureTree tree(healthy_amd());
+  tree.write("/etc/group", "video:x:44:\n");  // no entry for the nodes' gid
+  DoctorInputs in = healthy_inputs();
+  in.user.gids = {4242};
+  const DoctorReport report = run(tree, in);
+  ASSERT_FALSE(report.findings.empty());
+  const Finding& f = report.findings.front();
+  ASSERT_EQ(f.id, "amd.kfd-permission");
+  const std::string gid = std::to_string(fixture_gid());
+  EXPECT_EQ(f.fix.find("usermod -aG gid "), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("groupadd -g " + gid + " gpu" + gid), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("usermod -aG gpu" + gid + " novaserve"), std::string::npos) << f.fix;
+}
+
+TEST(DoctorFindings, EveryInaccessibleNvidiaNodeIsReported) {
+  FixtureTree tree(healthy_nvidia());
+  tree.chmod("/dev/nvidia0", 0600);
+  tree.chmod("/dev/nvidia-uvm", 0660);
+  tree.write("/dev/nvidia1", "");
+  DoctorInputs in = healthy_inputs();
+  in.user.gids = {4242};  // not in the nodes' group
+  const DoctorReport report = run(tree, in);
+  ASSERT_FALSE(report.findings.empty());
+  const Finding& f = report.findings.front();
+  ASSERT_EQ(f.id, "nvidia.device-permission") << finding_list(report);
+  ASSERT_EQ(f.evidence.size(), 2u);
+  EXPECT_NE(f.summary.find("/dev/nvidia0"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("/dev/nvidia-uvm"), std::string::npos) << f.summary;
+  EXPECT_EQ(f.summary.find("/dev/nvidia1"), std::string::npos) << f.summary;
+  // nvidia0 0600 needs its mode back; nvidia-uvm 0660 in a named group can take usermod.
+  EXPECT_NE(f.fix.find("chmod 0666 /dev/nvidia0"), std::string::npos) << f.fix;
+  EXPECT_EQ(f.fix.find("/dev/nvidia-uvm", f.fix.find("chmod")), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("usermod -aG render novaserve"), std::string::npos) << f.fix;
+  // nvidia-uvm 0660 in group root (the driver's gid): restore the mode, never usermod root.
+  if (getuid() != 0) GTEST_SKIP() << "chgrp to root needs root";
+  ASSERT_EQ(::chown((tree.root() + "/dev/nvidia-uvm").c_str(), static_cast<uid_t>(-1), 0), 0);
+  const DoctorReport root_group = run(tree, in);
+  ASSERT_FALSE(root_group.findings.empty());
+  const Finding& g = root_group.findings.front();
+  EXPECT_NE(g.fix.find("chmod 0666 /dev/nvidia-uvm /dev/nvidia0"), std::string::npos) << g.fix;
+  EXPECT_EQ(g.fix.find("usermod"), std::string::npos) << g.fix;
+}
+
+TEST(DoctorFindings, EveryInaccessibleRenderNodeIsReported) {
+  FixtureTree tree(healthy_amd());
+  tree.write("/dev/dri/renderD129", "");
+  tree.write("/dev/dri/renderD130", "");
+  tree.chmod("/dev/dri/renderD128", 0600);
+  tree.chmod("/dev/dri/renderD130", 0600);
+  const DoctorReport report = run(tree, healthy_inputs());
+  ASSERT_FALSE(report.findings.empty());
+  const Finding& f = report.findings.front();
+  ASSERT_EQ(f.id, "amd.render-permission") << finding_list(report);
+  ASSERT_EQ(f.evidence.size(), 2u);
+  EXPECT_EQ(f.evidence[0].file, "/dev/dri/renderD128");
+  EXPECT_EQ(f.evidence[1].file, "/dev/dri/renderD130");
+  EXPECT_NE(f.fix.find("chmod 0660 /dev/dri/renderD128 /dev/dri/renderD130"), std::string::npos)
+      << f.fix;
 }
 
 TEST(DoctorFindings, RuntimeMismatchIsSkippedWithInfoWithoutCuda) {
@@ -185,6 +277,80 @@ TEST(DoctorFindings, NofileRuleFollowsTheFlags) {
   report = run(tree, in);
   ASSERT_FALSE(report.findings.empty());
   EXPECT_EQ(report.findings.front().id, "os.somaxconn-low");
+  // Above the 4096 that the sysctl drop-in sets, persisting means raising it there.
+  EXPECT_NE(report.findings.front().fix.find("raise its net.core.somaxconn from 4096 to 8192"),
+            std::string::npos)
+      << report.findings.front().fix;
+  in.backlog = 3000;
+  tree.write("/proc/sys/net/core/somaxconn", "128\n");
+  report = run(tree, in);
+  ASSERT_FALSE(report.findings.empty());
+  EXPECT_NE(report.findings.front().fix.find("sysctl -w net.core.somaxconn=3000 (persist: "),
+            std::string::npos)
+      << report.findings.front().fix;
+}
+
+TEST(DoctorFindings, SecureBootIsReadFromTheEfiGlobalVariable) {
+  // EFI_GLOBAL_VARIABLE is {8BE4DF61-93CA-11D2-AA0D-00E098032B8C} (UEFI spec, section 3.3);
+  // efivarfs names the file <name>-<guid> in lower case.
+  FixtureTree tree(healthy_nvidia());
+  tree.remove("/sys/module/nvidia");
+  tree.write("/proc/modules", "");
+  tree.write("/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c",
+             std::string("\x06\x00\x00\x00\x01", 5));
+  const DoctorReport report = run(tree, healthy_inputs());
+  ASSERT_FALSE(report.findings.empty());
+  ASSERT_EQ(report.findings.front().id, "nvidia.driver-not-loaded");
+  bool said = false;
+  for (const auto& e : report.findings.front().evidence) {
+    said = said || e.value.find("Secure Boot on") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+}
+
+TEST(DoctorFindings, AMissingFileSaysTheCheckCouldNotRun) {
+  FixtureTree tree(healthy_nvidia());
+  tree.remove("/proc/sys/net/core/somaxconn");
+  tree.remove("/proc/self/limits");
+  tree.remove("/proc/sys/vm/swappiness");
+  tree.remove("/proc/sys/vm/dirty_ratio");
+  tree.remove("/proc/self/status");
+  const DoctorReport report = run(tree, healthy_inputs());
+  const std::map<std::string, std::string> expected = {
+      {"os.somaxconn-low", "/proc/sys/net/core/somaxconn"},
+      {"os.nofile-low", "/proc/self/limits"},
+      {"os.swappiness", "/proc/sys/vm/swappiness"},
+      {"os.dirty-ratio", "/proc/sys/vm/dirty_ratio"},
+      {"os.numa-mismatch", "/proc/self/status"}};
+  ASSERT_EQ(report.findings.size(), expected.size()) << finding_list(report);
+  for (const auto& f : report.findings) {
+    ASSERT_TRUE(expected.count(f.id)) << f.id;
+    EXPECT_EQ(f.severity, Severity::kInfo) << f.id;
+    ASSERT_EQ(f.evidence.size(), 1u) << f.id;
+    EXPECT_EQ(f.evidence[0].file, expected.at(f.id));
+    EXPECT_EQ(f.evidence[0].value, "missing");
+    EXPECT_NE(f.summary.find(expected.at(f.id)), std::string::npos) << f.summary;
+  }
+  EXPECT_EQ(report.exit_code(), 0);
+}
+
+TEST(DoctorFindings, SysctlFixesUseDottedKeys) {
+  FixtureTree tree(healthy_amd());
+  tree.write("/proc/sys/vm/swappiness", "lots\n");
+  tree.write("/proc/sys/kernel/numa_balancing", "1\n");
+  const DoctorReport report = run(tree, healthy_inputs());
+  for (const auto& f : report.findings) {
+    const size_t at = f.fix.find("sysctl ");
+    if (at == std::string::npos) continue;
+    const std::string rest = f.fix.substr(at);
+    EXPECT_EQ(rest.substr(0, rest.find(' ', 7)).find('/'), std::string::npos) << f.fix;
+  }
+  ASSERT_TRUE(has_finding(report, "os.swappiness"));
+  for (const auto& f : report.findings) {
+    if (f.id == "os.swappiness") {
+      EXPECT_EQ(f.fix, "sysctl vm.swappiness");
+    }
+  }
 }
 
 }  // namespace

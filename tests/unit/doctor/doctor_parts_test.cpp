@@ -6,7 +6,9 @@
 #include "doctor/cpu_list.h"
 #include "doctor/cuda_compat.h"
 #include "doctor/device_access.h"
+#include "doctor/finding.h"
 #include "doctor/gpu_scan.h"
+#include "doctor/kernel_state.h"
 #include "doctor/library_search.h"
 #include "doctor/ranking.h"
 #include "doctor/visible_devices.h"
@@ -61,13 +63,77 @@ TEST(DoctorDeviceAccess, UsesOwnerThenGroupThenOther) {
   tree.chmod("/dev/kfd", 0606);
   const RootFs fs(tree.root());
   UserIdentity owner{getuid(), {4242}, "o"};
-  UserIdentity member{getuid() + 1, {static_cast<uint32_t>(getgid())}, "m"};
+  UserIdentity member{getuid() + 1, {fixture_gid()}, "m"};
   UserIdentity other{getuid() + 1, {4242}, "x"};
   EXPECT_TRUE(device_access(fs, "/dev/kfd", owner)->read_write || getuid() == 0);
   EXPECT_FALSE(device_access(fs, "/dev/kfd", member)->read_write);  // group bits are 0
   EXPECT_TRUE(device_access(fs, "/dev/kfd", other)->read_write);
   EXPECT_TRUE(device_access(fs, "/dev/kfd", UserIdentity{0, {}, "root"})->read_write);
   EXPECT_FALSE(device_access(fs, "/dev/missing", owner).has_value());
+}
+
+TEST(DoctorDeviceAccess, PermissionFixFollowsTheCause) {
+  const UserIdentity user{1000, {1000}, "novaserve"};
+  const auto mode_fix = [](const std::vector<InaccessibleNode>& n) {
+    return "MODE(" + node_paths(n) + ")";
+  };
+  const auto fix = [&](DeviceAccess a) { return permission_fix({{"/dev/x", a}}, user, mode_fix); };
+  DeviceAccess a;
+  a.group_known = true;
+  // Group root (gid 0), even with group rw bits: restore the mode, never "add to root".
+  a.gid = 0;
+  a.mode = 0660;
+  a.group_name = "root";
+  EXPECT_EQ(fix(a), "MODE(/dev/x)");
+  // No group rw bits: the mode, whatever the group.
+  a.gid = 110;
+  a.mode = 0600;
+  a.group_name = "render";
+  a.user_in_group = true;
+  EXPECT_EQ(fix(a), "MODE(/dev/x)");
+  // The owner's bits decide for the owner.
+  a.mode = 0060;
+  a.owner = true;
+  EXPECT_EQ(fix(a), "MODE(/dev/x)");
+  a.owner = false;
+  // Listed in /etc/group, but the process lacks the group: log in again.
+  a.mode = 0660;
+  a.group_pending = true;
+  EXPECT_NE(fix(a).find("log in again (or run newgrp render)"), std::string::npos) << fix(a);
+  EXPECT_EQ(fix(a).find("usermod"), std::string::npos) << fix(a);
+  // Not in the group: usermod.
+  a.group_pending = false;
+  a.user_in_group = false;
+  EXPECT_EQ(fix(a).rfind("sudo usermod -aG render novaserve", 0), 0u) << fix(a);
+  // A gid without a name: usermod needs one, so create it.
+  a.group_known = false;
+  a.group_name = "gid 110";
+  EXPECT_EQ(fix(a).rfind("gid 110 has no entry in /etc/group: sudo groupadd -g 110 gpu110 && "
+                         "sudo usermod -aG gpu110 novaserve",
+                         0),
+            0u)
+      << fix(a);
+  EXPECT_EQ(fix(a).find("-aG gid"), std::string::npos);
+}
+
+TEST(DoctorFinding, PrintableEscapesNonPrintableBytes) {
+  EXPECT_EQ(printable("ok [x]"), "ok [x]");
+  EXPECT_EQ(printable(std::string("\xff\xfe\x00g\t", 5)), "\\xff\\xfe\\x00g\\x09");
+  Finding f{"id", Severity::kInfo, std::string("a\x01"), {{"/f", std::string("\x7f")}}, "fix"};
+  make_printable(f);
+  EXPECT_EQ(f.summary, "a\\x01");
+  EXPECT_EQ(f.evidence[0].value, "\\x7f");
+}
+
+TEST(DoctorKernelState, SecureBootVariableIsTheEfiGlobalOne) {
+  EXPECT_STREQ(kSecureBootVar,
+               "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c");
+  FixtureTree tree(Manifest{{std::string(kSecureBootVar), std::string("\x06\x00\x00\x00\x01", 5)}});
+  EXPECT_EQ(secure_boot_enabled(RootFs(tree.root())), true);
+  tree.write(kSecureBootVar, std::string("\x06\x00\x00\x00\x00", 5));
+  EXPECT_EQ(secure_boot_enabled(RootFs(tree.root())), false);
+  tree.remove(kSecureBootVar);
+  EXPECT_FALSE(secure_boot_enabled(RootFs(tree.root())).has_value());
 }
 
 TEST(DoctorGpuScan, NormalizesPciAddresses) {
@@ -110,7 +176,8 @@ TEST(DoctorRanking, EveryRequiredIdHasARank) {
                          "os.dirty-ratio",
                          "os.iommu",
                          "os.thp",
-                         "capacity.model-does-not-fit"}) {
+                         "capacity.model-does-not-fit",
+                         "capacity.model-fits"}) {
     EXPECT_LT(rank_of(id), static_cast<int>(ranked_ids().size())) << id;
   }
   EXPECT_LT(rank_of("amd.secure-boot-unsigned"), rank_of("amd.driver-not-loaded"));

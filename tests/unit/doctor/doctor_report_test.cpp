@@ -125,8 +125,14 @@ TEST(Doctor, GarbageFilesGiveFindingsOrNothingNeverAnAbort) {
       }
       FixtureTree tree(m);
       const DoctorReport report = run(tree, healthy_inputs());
-      // Whatever was found, it renders, also as JSON with invalid UTF-8 replaced.
-      EXPECT_FALSE(render_text(report).empty());
+      // Whatever was found, it renders, also as JSON with invalid UTF-8 replaced, and the
+      // text has only printable ASCII besides newlines (grep must not call it binary).
+      const std::string text = render_text(report);
+      EXPECT_FALSE(text.empty());
+      for (const char c : text) {
+        const auto b = static_cast<unsigned char>(c);
+        ASSERT_TRUE(c == '\n' || (b >= 0x20 && b < 0x7f)) << static_cast<int>(b);
+      }
       EXPECT_FALSE(report_json(report)
                        .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
                        .empty());
@@ -181,9 +187,35 @@ TEST(DoctorCapacity, KvPoolTooSmallForEverySequenceIsAWarning) {
   EXPECT_EQ(report.findings[0].severity, Severity::kWarning);
   EXPECT_NE(report.findings[0].fix.find("--max-num-seqs 4"), std::string::npos)
       << report.findings[0].fix;
-  // 4 sequences of full context do fit.
+  // 4 sequences of full context do fit, and the report says so (the check ran).
   in.max_num_seqs = 4;
-  EXPECT_TRUE(run(tree, in).findings.empty()) << finding_list(run(tree, in));
+  const DoctorReport fits = run(tree, in);
+  ASSERT_EQ(fits.findings.size(), 1u) << finding_list(fits);
+  EXPECT_EQ(fits.findings[0].id, "capacity.model-fits");
+  EXPECT_EQ(fits.findings[0].severity, Severity::kInfo);
+  EXPECT_NE(fits.findings[0].summary.find("4 full-context sequences fit"), std::string::npos)
+      << fits.findings[0].summary;
+  EXPECT_NE(fits.findings[0].summary.find("weights "), std::string::npos);
+  EXPECT_EQ(fits.exit_code(), 0);
+}
+
+TEST(DoctorCapacity, NotEvenOneSequenceIsAnErrorWithoutMaxNumSeqs1) {
+  if (!std::filesystem::exists(default_model())) GTEST_SKIP() << "no default model";
+  // ~90 MB of weights and ~189 MB per full-context sequence: 256 MiB x 0.90 = 230 MiB leaves
+  // room for the weights but not for one sequence of 8192 tokens.
+  FixtureTree tree(healthy_amd());
+  tree.write("/sys/class/drm/card0/device/mem_info_vram_total", "268435456\n");
+  DoctorInputs in = healthy_inputs();
+  in.model_path = default_model();
+  const DoctorReport report = run(tree, in);
+  ASSERT_FALSE(report.findings.empty());
+  const Finding& f = report.findings[0];
+  EXPECT_EQ(f.id, "capacity.model-does-not-fit");
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.fix.find("--max-num-seqs"), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("--max-model-len "), std::string::npos) << f.fix;
+  EXPECT_NE(f.fix.find("quantization"), std::string::npos) << f.fix;
+  EXPECT_EQ(report.exit_code(), 1);
 }
 
 TEST(DoctorCapacity, WithoutAGpuMemorySizeTheCheckSaysItCouldNotRun) {

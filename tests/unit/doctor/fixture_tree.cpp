@@ -12,7 +12,7 @@ namespace {
 
 // What every healthy host shares: two NUMA nodes, tuned kernel, generous limits.
 Manifest healthy_os() {
-  const std::string gid = std::to_string(getgid());
+  const std::string gid = std::to_string(fixture_gid());
   return {
       {"/proc/sys/kernel/osrelease", "6.1.0-test\n"},
       {"/proc/sys/net/core/somaxconn", "4096\n"},
@@ -39,6 +39,10 @@ Manifest healthy_os() {
 
 }  // namespace
 
+uint32_t fixture_gid() {
+  return getgid() != 0 ? static_cast<uint32_t>(getgid()) : 110;
+}
+
 FixtureTree::FixtureTree(const Manifest& files) {
   std::string tmpl = (std::filesystem::temp_directory_path() / "doctor-XXXXXX").string();
   const char* dir = mkdtemp(tmpl.data());
@@ -57,6 +61,9 @@ void FixtureTree::write(const std::string& path, const std::string& content) con
   std::filesystem::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary | std::ios::trunc) << content;
   // Device nodes get the modes the udev rules and the NVIDIA driver give them.
+  if (path.rfind("/dev/", 0) == 0 && fixture_gid() != getgid()) {
+    EXPECT_EQ(::chown((root_ + path).c_str(), static_cast<uid_t>(-1), fixture_gid()), 0) << path;
+  }
   if (path.rfind("/dev/nvidia", 0) == 0) {
     chmod(path, 0666);
   } else if (path.rfind("/dev/", 0) == 0) {
@@ -121,7 +128,7 @@ DoctorInputs healthy_inputs() {
   DoctorInputs in;
   // Not the files' owner (so the group bits decide) and not root (who may open anything).
   in.user.uid = getuid() + 1;
-  in.user.gids = {static_cast<uint32_t>(getgid())};
+  in.user.gids = {fixture_gid()};
   in.user.name = "novaserve";
   in.cuda_runtime_version = 13000;
   in.runtime_gpu_memory_bytes = uint64_t{141} << 30;

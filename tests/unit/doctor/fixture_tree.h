@@ -1,17 +1,23 @@
 // A machine's file tree for doctor tests, built in a temp dir from a small manifest (path ->
 // content), so that no fixture tree is committed. Device nodes are regular files (the checks read
 // only their existence, owner and mode) with the modes udev gives them: /dev/nvidia* 0666, other
-// /dev files 0660 (render/video groups), all owned by the test's user and group.
+// /dev files 0660 (render/video groups), owned by the test's user, in group fixture_gid().
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 
 #include "doctor/doctor.h"
 
 namespace novaserve::doctor::testing {
+
+/// The group of the fixtures' device nodes: the test's group, or 110 when the tests run as
+/// group root (nodes in group root get a mode fix, never a group one, so they would not stand
+/// for a render group).
+uint32_t fixture_gid();
 
 /// Path (absolute, as on the host) -> file content.
 using Manifest = std::map<std::string, std::string>;
