@@ -77,8 +77,8 @@ void Engine::emit_dropped(const SchedulerPlan& plan) {
     out.error_code = "queue_timeout";
     char msg[160];
     std::snprintf(msg, sizeof msg,
-                  "the request waited longer than --max-queue-time (%.3g s) for a free sequence "
-                  "slot; nothing of it was computed",
+                  "the request waited longer than --max-queue-time (%.3g s) to be scheduled (for "
+                  "a free sequence slot or KV blocks); nothing of it was computed",
                   static_cast<double>(scheduler_->config().max_queue_time.count()) / 1000.0);
     out.error = msg;
     seq->request().on_output(std::move(out));
