@@ -34,8 +34,8 @@ MODEL = os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
 # RSS the overload run may add over the warmed-up server. Measured on the 2-core dev VM: a
 # queued request costs its prompt and output token buffers (a few KiB, docs/api.md), and the
 # 32 running sequences their sampler and KV bookkeeping; the bound leaves room for allocator
-# fragmentation, not for per-request growth (1,235 requests at 1.2 MiB each grew RSS by 830 MB
-# before the sampler scratch was shared).
+# fragmentation, not for per-request growth (before the sampler scratch was shared, each queued
+# request held 1.2 MiB of sampler buffers, and the probe saw RSS grow by 830 MB).
 RSS_GROWTH_BOUND = 64 << 20
 
 
