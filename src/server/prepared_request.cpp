@@ -14,6 +14,20 @@ namespace {
 // One request between the handler and its continuation. Shared by the pool task, the strand
 // continuation and the lifecycle's cancel function, which may outlive both.
 struct Preparation {
+  // Spelled out: make_shared of an aggregate needs C++20's parenthesized aggregate
+  // initialization, which clang 14 (the fuzz build) lacks.
+  Preparation(ServerContext& c, const ModelServices& m, std::shared_ptr<ResponseChannel> ch,
+              PrepareFn fn, std::string meth, std::string p, std::string b,
+              std::chrono::steady_clock::time_point t)
+      : ctx(c),
+        model(m),
+        channel(std::move(ch)),
+        prepare(fn),
+        method(std::move(meth)),
+        path(std::move(p)),
+        body(std::move(b)),
+        arrival(t) {}
+
   ServerContext& ctx;
   const ModelServices& model;
   std::shared_ptr<ResponseChannel> channel;
