@@ -1,11 +1,13 @@
-# GPU backends: one kernel source (src/backend/gpu/*.cu) for CUDA (nvcc) and HIP (hipcc).
-# Included from the top-level CMakeLists.txt after novaserve_core is defined. Both options are
+# GPU backends: one source (src/backend/gpu/*/*.cu, src/runtime/gpu/*.cu) for CUDA (nvcc) and HIP
+# (hipcc). Included from the top-level CMakeLists.txt after the layers are defined. Both options are
 # off by default, so the CPU build and CI never need a GPU toolchain.
 #
-#   NOVASERVE_CUDA  novaserve_gpu (static lib, cuBLAS), linked into the novaserve binary
-#                   (--device cuda), + gpu_op_test (all tests/gpu/*.cu); arch from
+#   NOVASERVE_CUDA  novaserve_gpu_kernels (backend layer: kernels and dispatch, cuBLAS) and
+#                   novaserve_gpu (runtime layer: device state, the GPU runner), static libs linked
+#                   into the novaserve binary (--device cuda), + gpu_op_test (all tests/gpu/*.cu); arch from
 #                   CMAKE_CUDA_ARCHITECTURES (default 90: H100/H200).
-#   NOVASERVE_HIP   novaserve_gpu_hip (static lib, linked into novaserve for --device hip) +
+#   NOVASERVE_HIP   novaserve_gpu_kernels_hip + novaserve_gpu_hip (the same two layers, linked into
+#                   novaserve for --device hip) +
 #                   gpu_op_test_hip, compiled by calling hipcc
 #                   directly: CMake 3.25's LANGUAGE HIP does not find Debian's hip-lang config.
 #                   Arch list from NOVASERVE_HIP_ARCHS (default gfx90a: MI200). gpu_blas.cu is
@@ -18,7 +20,12 @@ option(NOVASERVE_CUDA "Build the CUDA backend and its op tests (needs nvcc)" OFF
 option(NOVASERVE_HIP "Build the HIP backend and its op tests (needs hipcc)" OFF)
 set(NOVASERVE_HIP_ARCHS "gfx90a" CACHE STRING "Semicolon-separated --offload-arch list for HIP")
 
-file(GLOB NOVASERVE_GPU_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/backend/gpu/*.cu)
+# Two GPU libraries, as the layers (CMakeLists.txt): the backend's kernels and dispatch, and the
+# runtime (per-device state and the GPU runner) above the model.
+file(GLOB NOVASERVE_GPU_BACKEND_SOURCES CONFIGURE_DEPENDS
+  ${CMAKE_SOURCE_DIR}/src/backend/gpu/platform/*.cu ${CMAKE_SOURCE_DIR}/src/backend/gpu/kernels/*.cu
+  ${CMAKE_SOURCE_DIR}/src/backend/gpu/dispatch/*.cu)
+file(GLOB NOVASERVE_GPU_RUNTIME_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/runtime/gpu/*.cu)
 # Every tests/gpu/*.cu goes into the one GPU test binary (op tests, attention, weight arena).
 file(GLOB NOVASERVE_GPU_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/gpu/*.cu)
 set(NOVASERVE_GPU_WARNINGS -Wall -Wextra -Wno-unused-parameter)
@@ -47,10 +54,14 @@ if(NOVASERVE_CUDA)
       $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
   endfunction()
 
-  add_library(novaserve_gpu STATIC ${NOVASERVE_GPU_SOURCES})
+  add_library(novaserve_gpu_kernels STATIC ${NOVASERVE_GPU_BACKEND_SOURCES})
+  novaserve_cuda_target(novaserve_gpu_kernels)
+  target_compile_definitions(novaserve_gpu_kernels PUBLIC NOVASERVE_GPU_HAS_BLAS=1)
+  target_link_libraries(novaserve_gpu_kernels PUBLIC novaserve_backend_gpu CUDA::cudart_static
+                        CUDA::cublas)
+  add_library(novaserve_gpu STATIC ${NOVASERVE_GPU_RUNTIME_SOURCES})
   novaserve_cuda_target(novaserve_gpu)
-  target_compile_definitions(novaserve_gpu PUBLIC NOVASERVE_GPU_HAS_BLAS=1)
-  target_link_libraries(novaserve_gpu PUBLIC novaserve_core CUDA::cudart_static CUDA::cublas)
+  target_link_libraries(novaserve_gpu PUBLIC novaserve_runtime novaserve_gpu_kernels)
   # The CLI's --device cuda (src/cli/device_flags.cpp).
   target_link_libraries(novaserve PRIVATE novaserve_gpu)
   target_compile_definitions(novaserve PRIVATE NOVASERVE_WITH_GPU=1)
@@ -59,8 +70,9 @@ if(NOVASERVE_CUDA)
     find_package(GTest REQUIRED)
     add_executable(gpu_op_test ${NOVASERVE_GPU_TEST_SOURCES})
     novaserve_cuda_target(gpu_op_test)
-    target_link_libraries(gpu_op_test PRIVATE novaserve_gpu GTest::gtest GTest::gtest_main)
-    # Drop shared libraries the test does not use (PCRE2 via novaserve_core), so the binary can
+    target_link_libraries(gpu_op_test PRIVATE novaserve_gpu novaserve_tools GTest::gtest
+                          GTest::gtest_main)
+    # Drop shared libraries the test does not use (PCRE2 via novaserve_tokenizer), so the binary can
     # be carried to GPU machines that lack them.
     target_link_options(gpu_op_test PRIVATE -Wl,--as-needed)
     add_test(NAME gpu.op_test COMMAND gpu_op_test)
@@ -78,26 +90,32 @@ if(NOVASERVE_HIP)
     list(APPEND _novaserve_hip_flags --offload-arch=${arch})
   endforeach()
 
-  set(_novaserve_hip_objects "")
-  foreach(src ${NOVASERVE_GPU_SOURCES})
-    get_filename_component(name ${src} NAME_WE)
-    if(name STREQUAL "gpu_blas")
-      continue()  # hipBLAS is not in Debian bookworm
-    endif()
-    set(obj ${CMAKE_BINARY_DIR}/hip/${name}.o)
-    add_custom_command(
-      OUTPUT ${obj}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/hip
-      COMMAND ${NOVASERVE_HIPCC} -x hip ${_novaserve_hip_flags} -MD -MF ${obj}.d -c ${src} -o ${obj}
-      DEPENDS ${src}
-      DEPFILE ${obj}.d
-      COMMENT "hipcc ${name}.cu"
-      VERBATIM)
-    list(APPEND _novaserve_hip_objects ${obj})
-  endforeach()
-  add_library(novaserve_gpu_hip STATIC ${_novaserve_hip_objects})
-  set_target_properties(novaserve_gpu_hip PROPERTIES LINKER_LANGUAGE CXX)
-  target_link_libraries(novaserve_gpu_hip PUBLIC novaserve_core ${NOVASERVE_AMDHIP64})
+  # One archive per GPU layer, as for CUDA.
+  function(novaserve_hip_library target)
+    set(objects "")
+    foreach(src ${ARGN})
+      get_filename_component(name ${src} NAME_WE)
+      if(name STREQUAL "gpu_blas")
+        continue()  # hipBLAS is not in Debian bookworm
+      endif()
+      set(obj ${CMAKE_BINARY_DIR}/hip/${name}.o)
+      add_custom_command(
+        OUTPUT ${obj}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/hip
+        COMMAND ${NOVASERVE_HIPCC} -x hip ${_novaserve_hip_flags} -MD -MF ${obj}.d -c ${src} -o ${obj}
+        DEPENDS ${src}
+        DEPFILE ${obj}.d
+        COMMENT "hipcc ${name}.cu"
+        VERBATIM)
+      list(APPEND objects ${obj})
+    endforeach()
+    add_library(${target} STATIC ${objects})
+    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
+  endfunction()
+  novaserve_hip_library(novaserve_gpu_kernels_hip ${NOVASERVE_GPU_BACKEND_SOURCES})
+  target_link_libraries(novaserve_gpu_kernels_hip PUBLIC novaserve_backend_gpu ${NOVASERVE_AMDHIP64})
+  novaserve_hip_library(novaserve_gpu_hip ${NOVASERVE_GPU_RUNTIME_SOURCES})
+  target_link_libraries(novaserve_gpu_hip PUBLIC novaserve_runtime novaserve_gpu_kernels_hip)
   # The CLI's --device hip (src/cli/device_flags.cpp).
   target_link_libraries(novaserve PRIVATE novaserve_gpu_hip)
   target_compile_definitions(novaserve PRIVATE NOVASERVE_WITH_GPU=1)
@@ -123,7 +141,8 @@ if(NOVASERVE_HIP)
     endforeach()
     add_executable(gpu_op_test_hip ${_novaserve_hip_test_objects})
     set_target_properties(gpu_op_test_hip PROPERTIES LINKER_LANGUAGE CXX)
-    target_link_libraries(gpu_op_test_hip PRIVATE novaserve_gpu_hip GTest::gtest GTest::gtest_main)
+    target_link_libraries(gpu_op_test_hip PRIVATE novaserve_gpu_hip novaserve_tools GTest::gtest
+                          GTest::gtest_main)
     add_test(NAME gpu.op_test_hip COMMAND gpu_op_test_hip)
   endif()
 endif()

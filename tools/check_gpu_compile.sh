@@ -5,11 +5,11 @@
 #   default  nvcc -arch=sm_90 and hipcc --offload-arch=gfx90a (one arch each keeps CI fast)
 #   --all    the full matrix: nvcc sm_90 + sm_80, hipcc gfx90a + gfx940
 #
-# Compiles every src/backend/gpu/*.cu and tests/gpu/*.cu into build-gpucheck/, one compiler job
-# at a time (nvcc and hipcc are CPU-heavy), with warnings as errors, and prints which files each
-# compiler compiled and which it skipped:
-#   - hipcc skips src/backend/gpu/gpu_blas.cu: hipBLAS is not packaged in Debian bookworm, so
-#     the BLAS interface is CUDA-only here (every other GPU file is BLAS-free by design).
+# Compiles every src/backend/gpu/*/*.cu, src/runtime/gpu/*.cu and tests/gpu/*.cu into
+# build-gpucheck/, one compiler job at a time (nvcc and hipcc are CPU-heavy), with warnings as
+# errors, and prints which files each compiler compiled and which it skipped:
+#   - hipcc skips src/backend/gpu/dispatch/gpu_blas.cu: hipBLAS is not packaged in Debian bookworm,
+#     so the BLAS interface is CUDA-only here (every other GPU file is BLAS-free by design).
 #   - tests/gpu/*.cu hold host code only (their kernels are in src/backend/gpu); hipcc compiles
 #     them as C++ with the HIP headers, because clang 15's HIP mode crashes on GoogleTest's
 #     headers in C++20.
@@ -53,7 +53,7 @@ fi
 OUT=build-gpucheck
 mkdir -p "$OUT/nvcc" "$OUT/hipcc"
 WARN=(-Wall -Wextra -Wno-unused-parameter)
-KERNELS=(src/backend/gpu/*.cu)
+KERNELS=(src/backend/gpu/*/*.cu src/runtime/gpu/*.cu)
 TESTS=(tests/gpu/*.cu)
 failures=0
 failed_files=()

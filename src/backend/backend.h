@@ -8,7 +8,6 @@
 
 #include <cstdint>
 
-#include "backend/cpu/matmul.h"  // ActQuant
 #include "backend/op_params.h"
 
 namespace novaserve {

@@ -13,6 +13,7 @@
 #include "chat/jinja_json.h"
 #include "chat/jinja_ops.h"
 #include "chat/jinja_text.h"
+#include "common/html_escape.h"
 
 namespace novaserve::jinja {
 namespace {

@@ -6,6 +6,7 @@
 #include "chat/jinja_error.h"
 #include "chat/jinja_format.h"
 #include "chat/jinja_text.h"
+#include "common/html_escape.h"
 
 namespace novaserve::jinja {
 namespace {

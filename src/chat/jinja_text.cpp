@@ -295,33 +295,6 @@ std::string py_str_repr(std::string_view s) {
   return out;
 }
 
-std::string html_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return out;
-}
-
 std::optional<std::int64_t> py_parse_int(std::string_view s, int base) {
   std::string_view t = trim_py_space(s);
   bool neg = false;

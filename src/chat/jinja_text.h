@@ -70,8 +70,6 @@ std::string py_float_repr(double d);
 /// Python repr(str): single quotes unless the text has ' and no ", escapes \\ \n \r \t, the quote,
 /// and non-printable code points (\xNN, \uNNNN).
 std::string py_str_repr(std::string_view s);
-/// markupsafe.escape: & < > " ' become &amp; &lt; &gt; &#34; &#39;.
-std::string html_escape(std::string_view s);
 
 /// Python int(s, base) for base 10 / 0 (prefixes) / 2..36; nullopt where Python raises ValueError
 /// or the value does not fit in int64.

@@ -1,4 +1,4 @@
-// `novaserve bench`: offline grid sweep through the engine (src/engine/bench_runner.h).
+// `novaserve bench`: offline grid sweep through the engine (src/tools/bench/bench_runner.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -12,13 +12,13 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/device_flags.h"
-#include "engine/bench_report.h"
-#include "engine/bench_runner.h"
 #include "engine/paged_kv_cache.h"
 #include "gguf/gguf_file.h"
 #include "model/kv_view.h"
 #include "model/model_config.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/bench/bench_report.h"
+#include "tools/bench/bench_runner.h"
 
 namespace novaserve {
 namespace {
@@ -58,7 +58,7 @@ std::string utc_now() {
 int run(const BenchFlags& f) {
   const auto kv_type = resolve_kv_cache_dtype(f.device, f.kv_cache_dtype);
   if (!kv_type.ok()) return fail(kv_type.error().message);
-  auto make_runner = device_runner_factory(f.device);
+  auto make_runner = device_runner_factory(f.device, f.threads);
   if (!make_runner.ok()) return fail(make_runner.error().message);
   for (int32_t v : f.batch) {
     if (v < 1) return fail("--batch values must be >= 1");
@@ -91,7 +91,6 @@ int run(const BenchFlags& f) {
   EngineOptions o;
   o.make_runner = std::move(make_runner.value());
   o.gpu_memory_utilization = f.device.gpu_memory_utilization;
-  o.n_threads = f.threads;
   o.kv_cache_memory = f.kv_cache_memory;
   o.kv_cache_dtype = kv_type.value();
   if (o.kv_cache_memory == 0) {

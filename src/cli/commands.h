@@ -40,7 +40,7 @@ void register_serve(CLI::App& app, int& exit_code);
 void register_bench(CLI::App& app, int& exit_code);
 
 /// Adds `synth --preset NAME --type T -o FILE [--seed S] [--threads N] [--tokenizer F]`: writes
-/// a GGUF of a named architecture with deterministic random weights (src/model/synth.h). Sets
+/// a GGUF of a named architecture with deterministic random weights (src/tools/synth/synth.h). Sets
 /// `exit_code` to 0, or to 2 after a one-line error on stderr for bad flags (unknown preset or
 /// type, missing tokenizer source) or an output that cannot be written (a directory, a missing
 /// directory, a failed write: an existing file there is kept).
@@ -54,8 +54,8 @@ void register_synth(CLI::App& app, int& exit_code);
 void register_quantize(CLI::App& app, int& exit_code);
 
 /// Adds `perplexity --model M --file TEXT [--ctx 512] [--stride 256] [--max-tokens N]
-/// [--threads N] [--exact]`: strided sliding-window perplexity (src/model/perplexity.h) with a
-/// 95% confidence interval. Sets `exit_code` to 0, or to 2 after a one-line error on stderr
+/// [--threads N] [--exact]`: strided sliding-window perplexity (src/tools/perplexity/perplexity.h)
+/// with a 95% confidence interval. Sets `exit_code` to 0, or to 2 after a one-line error on stderr
 /// (missing/invalid model or file, bad --ctx/--stride, a text too short for one window).
 void register_perplexity(CLI::App& app, int& exit_code);
 
@@ -68,7 +68,7 @@ void register_perplexity(CLI::App& app, int& exit_code);
 void register_loadgen(CLI::App& app, int& exit_code);
 
 /// Adds `convert HF_DIR OUT [--type f16|bf16|f32]`: converts a Hugging Face Llama-family
-/// checkpoint (safetensors, config.json, tokenizer files) to GGUF (src/model/hf_convert.h).
+/// checkpoint (safetensors, config.json, tokenizer files) to GGUF (src/convert/hf_convert.h).
 /// Sets `exit_code` to 0, or to 2 after a one-line error on stderr (bad --type, a missing or
 /// invalid directory/config/safetensors/tokenizer, an unsupported architecture, an unwritable
 /// output).

@@ -10,7 +10,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "common/progress_bar.h"
-#include "model/hf_convert.h"
+#include "convert/hf_convert.h"
 
 namespace novaserve {
 namespace {

@@ -2,9 +2,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "backend/cpu/cpu_backend.h"
 #include "model/kv_view.h"
+#include "model/llama_model.h"
 #if defined(NOVASERVE_WITH_GPU)
-#include "backend/gpu/gpu_runner.h"
+#include "runtime/gpu/gpu_runner.h"
 #endif
 
 namespace novaserve {
@@ -38,7 +40,7 @@ Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string&
   return *type;
 }
 
-Result<RunnerFactory> device_runner_factory(const DeviceFlags& f) {
+Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads) {
   if (f.device != "cpu" && f.device != "cuda" && f.device != "hip") {
     return Err(ErrorCode::kInvalidInput,
                "--device must be cpu, cuda or hip (got '" + f.device + "')");
@@ -55,7 +57,12 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f) {
                  "--gpu, --no-graphs and --gpu-memory-utilization apply to --device cuda or hip "
                  "only (this run uses the CPU)");
     }
-    return RunnerFactory{};
+    return RunnerFactory([cpu_threads](std::shared_ptr<const GgufFile> file)
+                             -> Result<std::unique_ptr<ModelRunner>> {
+      auto model = LlamaModel::create(std::move(file), std::make_unique<CpuBackend>(cpu_threads));
+      if (!model.ok()) return model.error();
+      return std::unique_ptr<ModelRunner>(std::move(model.value()));
+    });
   }
 #if defined(NOVASERVE_WITH_GPU)
   if (f.device == gpu::gpu_vendor()) {

@@ -39,11 +39,12 @@ inline bool is_gpu_device(const DeviceFlags& f) {
 /// an unknown name.
 Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string& name);
 
-/// The runner factory of --device: empty for cpu (the engine's default CPU runner), the GPU
-/// runner for cuda/hip. Errors: kInvalidInput for an unknown device, a negative --gpu, a
-/// --gpu-memory-utilization outside (0, 1], GPU-only flags with --device cpu (they would do
-/// nothing), or a GPU backend this binary was built without (naming the CMake preset that builds
-/// it).
-Result<RunnerFactory> device_runner_factory(const DeviceFlags& f);
+/// The runner factory of --device: LlamaModel on a CpuBackend of `cpu_threads` threads (0 = all
+/// cores) for cpu, the GPU runner for cuda/hip. The one place that constructs a concrete backend
+/// for the engine; the caller checks `cpu_threads` >= 0. Errors: kInvalidInput for an unknown
+/// device, a negative --gpu, a --gpu-memory-utilization outside (0, 1], GPU-only flags with
+/// --device cpu (they would do nothing), or a GPU backend this binary was built without (naming
+/// the CMake preset that builds it).
+Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads);
 
 }  // namespace novaserve

@@ -15,7 +15,7 @@
 #include "doctor/report_json.h"
 #include "doctor/report_text.h"
 #if defined(NOVASERVE_WITH_GPU)
-#include "backend/gpu/gpu_device_info.h"
+#include "backend/gpu/platform/gpu_device_info.h"
 #endif
 
 extern char** environ;

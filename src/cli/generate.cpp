@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/device_flags.h"
@@ -17,7 +16,6 @@
 #include "engine/sequence_kv_cache.h"
 #include "gguf/gguf_file.h"
 #include "model/kv_view.h"
-#include "model/llama_model.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -63,12 +61,6 @@ std::string chatml_user_prompt(const std::string& user) {
   return "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
 }
 
-Result<std::unique_ptr<ModelRunner>> cpu_runner(std::shared_ptr<const GgufFile> gguf, int threads) {
-  auto m = LlamaModel::create(std::move(gguf), std::make_unique<CpuBackend>(threads));
-  if (!m.ok()) return m.error();
-  return std::unique_ptr<ModelRunner>(std::move(m.value()));
-}
-
 int run_generate(const GenerateOptions& o) {
   if (o.max_tokens < 1) return fail("--max-tokens must be >= 1");
   if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
@@ -90,9 +82,9 @@ int run_generate(const GenerateOptions& o) {
   const Tokenizer& tok = **tokenizer;
   const auto kv_type = resolve_kv_cache_dtype(o.device, o.kv_cache_dtype);
   if (!kv_type.ok()) return fail(kv_type.error().message);
-  auto make_runner = device_runner_factory(o.device);
+  auto make_runner = device_runner_factory(o.device, o.threads);
   if (!make_runner.ok()) return fail(make_runner.error().message);
-  auto model_r = *make_runner ? (*make_runner)(gguf) : cpu_runner(gguf, o.threads);
+  auto model_r = (*make_runner)(gguf);
   if (!model_r.ok()) return fail(o.model + ": " + model_r.error().message);
   ModelRunner& model = **model_r;
   const ModelConfig& cfg = model.config();

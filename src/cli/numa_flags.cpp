@@ -5,7 +5,7 @@
 #include "numa/numa_bind.h"
 #include "numa/numa_choice.h"
 #if defined(NOVASERVE_WITH_GPU)
-#include "backend/gpu/gpu_device_info.h"
+#include "backend/gpu/platform/gpu_device_info.h"
 #endif
 
 namespace novaserve {

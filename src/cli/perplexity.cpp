@@ -1,6 +1,6 @@
 // `novaserve perplexity`: strided sliding-window perplexity of a text file
-// (src/model/perplexity.h).
-#include "model/perplexity.h"
+// (src/tools/perplexity/perplexity.h).
+#include "tools/perplexity/perplexity.h"
 
 #include <unistd.h>
 

@@ -12,7 +12,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "common/progress_bar.h"
-#include "quant/quantize_model.h"
+#include "convert/quantize_model.h"
 #include "quant/quantize_policy.h"
 
 namespace novaserve {

@@ -53,7 +53,7 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   }
   const auto kv_type = resolve_kv_cache_dtype(f.device, f.kv_cache_dtype);
   if (!kv_type.ok()) return kv_type.error();
-  auto make_runner = device_runner_factory(f.device);
+  auto make_runner = device_runner_factory(f.device, static_cast<int>(f.threads));
   if (!make_runner.ok()) return make_runner.error();
   if (f.kv_cache_memory == 0) {
     return Err(ErrorCode::kInvalidInput, "--kv-cache-memory must be > 0 bytes");
@@ -68,7 +68,6 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   o.scheduler.enable_prefix_caching = f.enable_prefix_caching;
   o.batch_wait = std::chrono::milliseconds(f.batch_wait_ms);
   o.scheduler.max_step_ms = f.max_step_ms;
-  o.n_threads = static_cast<int>(f.threads);
   o.act_quant = f.exact ? ActQuant::kNone : ActQuant::kQ8;
   o.make_runner = std::move(make_runner.value());
   o.gpu_memory_utilization = f.device.gpu_memory_utilization;

@@ -1,6 +1,6 @@
 // `novaserve synth --preset NAME --type T -o FILE`: a GGUF with a named architecture and
-// deterministic random weights (src/model/synth.h).
-#include "model/synth.h"
+// deterministic random weights (src/tools/synth/synth.h).
+#include "tools/synth/synth.h"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>

@@ -6,26 +6,12 @@
 #include <cstdio>
 #include <string>
 
-#include "backend/cpu/cpu_backend.h"
 #include "common/check.h"
 #include "engine/engine_impl.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace novaserve {
-
-namespace {
-
-// options.make_runner's runner, or LlamaModel on the CPU backend.
-Result<std::unique_ptr<ModelRunner>> make_model(std::shared_ptr<const GgufFile> gguf,
-                                                const EngineOptions& options) {
-  if (options.make_runner) return options.make_runner(std::move(gguf));
-  auto cpu = LlamaModel::create(std::move(gguf), std::make_unique<CpuBackend>(options.n_threads));
-  if (!cpu.ok()) return cpu.error();
-  return std::unique_ptr<ModelRunner>(std::move(cpu.value()));
-}
-
-}  // namespace
 
 Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFile> gguf,
                                                     const Tokenizer& tokenizer,
@@ -35,12 +21,13 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
     return bad("--block-size must be in [1, 1024] (got " + std::to_string(options.block_size) +
                ")");
   }
-  if (options.n_threads < 0) return bad("--threads must be >= 0 (0 = all cores)");
   if (options.batch_wait.count() < 0) return bad("--batch-wait-ms must be >= 0");
   if (!(options.gpu_memory_utilization > 0.0 && options.gpu_memory_utilization <= 1.0)) {
     return bad("--gpu-memory-utilization must be in (0, 1]");
   }
-  auto model = make_model(std::move(gguf), options);
+  // The caller picks the device (cli/device_flags.cpp): the engine constructs no backend itself.
+  if (!options.make_runner) return bad("no model runner: EngineOptions::make_runner is empty");
+  auto model = options.make_runner(std::move(gguf));
   if (!model.ok()) return model.error();
   const ModelConfig& cfg = (*model)->config();
   if (tokenizer.n_vocab() > cfg.n_vocab) {

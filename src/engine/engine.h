@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 
-#include "backend/cpu/matmul.h"  // ActQuant
+#include "backend/op_params.h"  // ActQuant
 #include "common/result.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -39,14 +39,13 @@ struct EngineOptions {
   /// --batch-wait-ms: when the engine is idle and a request arrives, wait up to this long for
   /// more requests (until max_num_seqs are queued) before the first step. 0: start at once.
   std::chrono::milliseconds batch_wait{0};
-  int n_threads = 0;                   ///< --threads: CPU backend threads, 0 = all cores
   ActQuant act_quant = ActQuant::kQ8;  ///< --exact selects kNone (f32 activations)
-  /// --device: builds the runner; empty = LlamaModel on the CPU backend with n_threads.
+  /// --device: builds the runner (required; the CLI's device_runner_factory makes one).
   RunnerFactory make_runner;
 };
 
-/// Builds the model (options.make_runner, else the CPU backend), the KV pool (host runners:
-/// kv_cache_memory / bytes-per-block blocks; device runners: after reserving the step
+/// Builds the model (options.make_runner; kInvalidInput when it is empty), the KV pool (host
+/// runners: kv_cache_memory / bytes-per-block blocks; device runners: after reserving the step
 /// workspaces, what gpu_memory_utilization leaves of the device memory) and the scheduler, logs
 /// the block count and token capacity to stderr, and starts the engine thread. `tokenizer` supplies
 /// the end-of-generation ids and must outlive the engine. Errors: those of the runner's creation

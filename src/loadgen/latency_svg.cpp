@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "chat/jinja_text.h"  // html_escape: valid XML text escaping
+#include "common/html_escape.h"
 
 namespace novaserve {
 namespace {
@@ -40,7 +40,7 @@ std::string line(double x1, double y1, double x2, double y2, const char* stroke)
 std::string text(double x, double y, const char* anchor, const std::string& s,
                  const char* color = "black") {
   return "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\" text-anchor=\"" + anchor +
-         "\" fill=\"" + color + "\">" + jinja::html_escape(s) + "</text>\n";
+         "\" fill=\"" + color + "\">" + html_escape(s) + "</text>\n";
 }
 
 std::string label_of(double v, double step) {
@@ -69,7 +69,7 @@ std::string panel_axes(double top, double x_max, double x_step, double y_max, do
     const double mid = top + kPanelH / 2, x = kW - 14;
     s += "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", mid) +
          "\" text-anchor=\"middle\" fill=\"#9467bd\" transform=\"rotate(90 " + fmt("%.1f", x) +
-         " " + fmt("%.1f", mid) + ")\">" + jinja::html_escape(right_label) + "</text>\n";
+         " " + fmt("%.1f", mid) + ")\">" + html_escape(right_label) + "</text>\n";
   }
   for (double v = 0; v <= x_max + x_step / 2; v += x_step) {
     s += text(kLeft + kPlotW * v / x_max, bottom + 16, "middle", label_of(v, x_step));
@@ -78,7 +78,7 @@ std::string panel_axes(double top, double x_max, double x_step, double y_max, do
   const double mid = top + kPanelH / 2;
   s += "<text x=\"18\" y=\"" + fmt("%.1f", mid) +
        "\" text-anchor=\"middle\" transform=\"rotate(-90 18 " + fmt("%.1f", mid) + ")\">" +
-       jinja::html_escape(y_label) + "</text>\n";
+       html_escape(y_label) + "</text>\n";
   return s;
 }
 
@@ -105,7 +105,7 @@ std::string latency_svg(const std::vector<RequestRecord>& records,
                   "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   s += "<text x=\"" + fmt("%.0f", kW / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" +
-       jinja::html_escape(title) + "</text>\n";
+       html_escape(title) + "</text>\n";
   s += panel_axes(kTop, x_max, x_step, y_max, y_step, "latency (s)", 0, 0, "");
   const double bottom = kTop + kPanelH;
   const size_t stride = std::max<size_t>(1, (records.size() + kMaxDrawn - 1) / kMaxDrawn);

@@ -13,7 +13,7 @@ namespace novaserve {
 /// requests as red crosses along the top; with samples, a second panel of KV-cache usage (%,
 /// left axis) and server RSS (MiB, right axis) over the same time axis. At most 4000 requests
 /// are drawn (evenly strided) so hour-long soaks stay viewable. Written by hand like
-/// bench_svg (src/engine/bench_report.h): no Debian C++ package draws SVG plots.
+/// bench_svg (src/tools/bench/bench_report.h): no Debian C++ package draws SVG plots.
 std::string latency_svg(const std::vector<RequestRecord>& records,
                         const std::vector<ServerSample>& samples, const std::string& title);
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "model/synth_rng.h"
+#include "common/splitmix64.h"
 
 namespace novaserve {
 

@@ -1,5 +1,5 @@
 // ModelRunner: what the engine, `generate` and `bench` drive, whatever device runs the model. The
-// CPU's LlamaModel (model/llama_model.h) and the GPU runner (backend/gpu/gpu_runner.h) implement
+// CPU's LlamaModel (model/llama_model.h) and the GPU runner (runtime/gpu/gpu_runner.h) implement
 // it with the same forward-step contract, so the scheduler and KV block bookkeeping are shared.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "backend/cpu/matmul.h"  // ActQuant
+#include "backend/op_params.h"  // ActQuant
 #include "common/result.h"
 #include "model/kv_view.h"
 #include "model/model_config.h"

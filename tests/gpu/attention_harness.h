@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/gpu/attention_ops.h"
+#include "backend/gpu/kernels/attention_ops.h"
 #include "gpu_test_util.h"
 #include "quant/ggml_type.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "attention_harness.h"
-#include "backend/gpu/attention_ops.h"
+#include "backend/gpu/kernels/attention_ops.h"
 #include "gpu_test_util.h"
 #include "quant/ggml_type.h"
 

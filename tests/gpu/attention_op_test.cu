@@ -34,7 +34,7 @@
 
 #include "attention_harness.h"
 #include "backend/cpu/cpu_kernels.h"
-#include "backend/gpu/attention_ops.h"
+#include "backend/gpu/kernels/attention_ops.h"
 #include "gpu_test_util.h"
 
 namespace novaserve::gpu::test {

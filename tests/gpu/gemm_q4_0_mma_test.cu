@@ -18,14 +18,14 @@
 #include <vector>
 
 #include "backend/cpu/matmul.h"
-#include "backend/gpu/gemm_q4_0_mma.h"
-#include "backend/gpu/gpu_ops.h"
+#include "backend/gpu/kernels/gemm_q4_0_mma.h"
+#include "backend/gpu/kernels/gpu_ops.h"
 #include "common/thread_pool.h"
 #include "gpu_test_util.h"
 #include "quant/dequantize.h"
 #include "quant/half.h"
 #if defined(NOVASERVE_GPU_HAS_BLAS)
-#include "backend/gpu/gpu_blas.h"
+#include "backend/gpu/dispatch/gpu_blas.h"
 #endif
 
 namespace novaserve::gpu {

@@ -11,9 +11,9 @@
 
 #include "backend/cpu/act_quant.h"
 #include "backend/cpu/matmul.h"
-#include "backend/gpu/device_buffer.h"
-#include "backend/gpu/gemv_q4_0_q8.h"
-#include "backend/gpu/gpu_ops.h"
+#include "backend/gpu/kernels/gemv_q4_0_q8.h"
+#include "backend/gpu/kernels/gpu_ops.h"
+#include "backend/gpu/platform/device_buffer.h"
 #include "common/thread_pool.h"
 #include "gpu_test_util.h"
 

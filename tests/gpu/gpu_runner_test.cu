@@ -1,4 +1,4 @@
-// End-to-end tests of the GPU ModelRunner (backend/gpu/gpu_runner.h) against the CPU runner
+// End-to-end tests of the GPU ModelRunner (runtime/gpu/gpu_runner.h) against the CPU runner
 // (LlamaModel, exact f32 activations) as the reference, through runner_lockstep.h: tiny random
 // models of every weight type and both architectures, a synth model of the default model's shape
 // and the default model itself, at batch 32 with mixed prompt lengths, graphs on and off, f16 and
@@ -20,13 +20,13 @@
 
 #include "../unit/model/tiny_model.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/gpu/gpu_alloc.h"
-#include "backend/gpu/gpu_runner.h"
+#include "backend/gpu/platform/gpu_alloc.h"
 #include "gpu_test_util.h"
 #include "model/llama_model.h"
-#include "model/synth.h"
 #include "runner_lockstep.h"
+#include "runtime/gpu/gpu_runner.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/synth/synth.h"
 
 namespace novaserve::gpu::test {
 namespace {

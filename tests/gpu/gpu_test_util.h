@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/gpu/vendor.h"
+#include "backend/gpu/platform/vendor.h"
 #include "quant/ggml_type.h"
 #include "quant/quantize.h"
 

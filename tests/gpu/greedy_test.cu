@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "../unit/model/tiny_model.h"
-#include "backend/gpu/argmax_gpu.h"
-#include "backend/gpu/gpu_runner.h"
+#include "backend/gpu/kernels/argmax_gpu.h"
 #include "engine/block_table.h"
 #include "engine/paged_kv_cache.h"
 #include "gpu_test_util.h"
+#include "runtime/gpu/gpu_runner.h"
 
 namespace novaserve::gpu::test {
 namespace {

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "attention_harness.h"
-#include "backend/gpu/attention_ops.h"
-#include "backend/gpu/prefill_attention_mma.h"
+#include "backend/gpu/kernels/attention_ops.h"
+#include "backend/gpu/kernels/prefill_attention_mma.h"
 #include "gpu_test_util.h"
 
 namespace novaserve::gpu::test {

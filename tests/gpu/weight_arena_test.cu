@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/gpu/gpu_alloc.h"
-#include "backend/gpu/weight_arena.h"
+#include "backend/gpu/platform/gpu_alloc.h"
+#include "convert/gguf_writer.h"
 #include "gguf/gguf_file.h"
-#include "gguf/gguf_writer.h"
 #include "gpu_test_util.h"
+#include "runtime/gpu/weight_arena.h"
 
 namespace novaserve::gpu {
 namespace {

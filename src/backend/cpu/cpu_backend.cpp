@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/cpu/cpu_kernels.h"
+#include "backend/cpu/matmul.h"
 
 namespace novaserve {
 

@@ -3,25 +3,12 @@
 
 #include <cstdint>
 
+#include "backend/op_params.h"  // ActQuant
 #include "common/result.h"
 #include "common/thread_pool.h"
 #include "quant/ggml_type.h"
 
 namespace novaserve {
-
-/// Activation handling of matmul.
-enum class ActQuant {
-  /// Exact: f32 activations times the weights as dequantize_row decodes them, f32 accumulation.
-  /// Matches a double-precision reference within the f32 summation error (~1e-6 relative).
-  kNone,
-  /// Fast: each activation row is quantized to 8-bit blocks of 32 (f32 scale d = max|x|/127,
-  /// q = round(x/d)), and quantized weights are multiplied with integer dot products (the scheme
-  /// of llama.cpp's q8 paths). Error bound per output, on top of the exact mode's f32 error:
-  ///   |y - y_exact| <= sum over blocks b of 0.5001 * d_b * sum_{i in b} |w_i|
-  /// since every activation moves by at most d_b/2 (plus f32 rounding of x/d). F32/F16/BF16/
-  /// Q2_K/Q3_K weights have no integer kernel and run the exact path in this mode.
-  kQ8,
-};
 
 /// Checks that matmul supports weights of `wtype` with `in` inputs per output.
 /// Errors: kUnsupported for types without a kernel (supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0,

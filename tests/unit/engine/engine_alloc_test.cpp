@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "../gguf/gguf_test_util.h"
+#include "cpu_runner_factory.h"
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
@@ -78,7 +79,7 @@ TEST(EngineAllocTest, SteadyStateDecodeStepsDoNotAllocate) {
   auto tok = Tokenizer::from_gguf(*gguf);
   ASSERT_TRUE(tok.ok());
   EngineOptions o;
-  o.n_threads = 2;
+  o.make_runner = cpu_runner_factory(2);
   auto engine = create_engine(gguf, **tok, o);
   ASSERT_TRUE(engine.ok());
 

@@ -11,6 +11,7 @@
 
 #include "../gguf/gguf_test_util.h"
 #include "backend/cpu/cpu_backend.h"
+#include "cpu_runner_factory.h"
 #include "engine/engine.h"
 #include "gguf/gguf_file.h"
 #include "model/llama_model.h"
@@ -79,7 +80,7 @@ class EngineGreedyTest : public ::testing::Test {
   // receives the flagged and unflagged sampled steps) and returns its tokens.
   std::vector<int32_t> run(EngineRequest r, std::pair<int, int>* counts) {
     EngineOptions o;
-    o.n_threads = 2;
+    o.make_runner = cpu_runner_factory(2);
     std::shared_ptr<int> flagged, unflagged;
     if (counts != nullptr) {
       o.make_runner =

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "../gguf/gguf_test_util.h"
+#include "cpu_runner_factory.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
@@ -88,7 +89,7 @@ class EngineTest : public ::testing::Test {
   }
 
   std::unique_ptr<EngineClient> make(EngineOptions o) {
-    o.n_threads = 2;
+    o.make_runner = cpu_runner_factory(2);
     auto e = create_engine(gguf_, *tokenizer_, o);
     EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
     return e.ok() ? std::move(e.value()) : nullptr;
@@ -319,16 +320,24 @@ TEST_F(EngineTest, SubmitRejectsWhatCanNeverRun) {
 
 TEST_F(EngineTest, CreateRejectsBadOptions) {
   EngineOptions o;
+  o.make_runner = cpu_runner_factory(2);
   o.kv_cache_memory = 1000;  // less than one block
   auto e = create_engine(gguf_, *tokenizer_, o);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.error().message.find("--kv-cache-memory"), std::string::npos);
   o = {};
+  o.make_runner = cpu_runner_factory(2);
   o.block_size = 0;
   EXPECT_FALSE(create_engine(gguf_, *tokenizer_, o).ok());
   o = {};
+  o.make_runner = cpu_runner_factory(2);
   o.scheduler.max_model_len = 100000;  // beyond the model's 8192
   EXPECT_FALSE(create_engine(gguf_, *tokenizer_, o).ok());
+  // The engine constructs no backend of its own: the caller must say which device runs.
+  o = {};
+  e = create_engine(gguf_, *tokenizer_, o);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("make_runner is empty"), std::string::npos);
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "convert/gguf_writer.h"
 #include "gguf/gguf_file.h"
-#include "gguf/gguf_writer.h"
 
 namespace novaserve::testing {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "convert/gguf_writer.h"
 #include "gguf/gguf_file.h"
-#include "gguf/gguf_writer.h"
 #include "model/llama_model.h"
 #include "quant/ggml_type.h"
 #include "quant/quantize.h"

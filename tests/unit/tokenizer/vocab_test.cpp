@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "convert/gguf_writer.h"
 #include "gguf/gguf_file.h"
-#include "gguf/gguf_writer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace novaserve {

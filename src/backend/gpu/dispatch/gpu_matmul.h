@@ -1,0 +1,64 @@
+// The GPU runner's matmul y = x W^T: for up to kGemvMaxRows rows the decode GEMV (weights decoded
+// in registers, f32 activations; gpu::gemv_q4_0_split for Q4_0); for split-layout Q4_0 weights, up
+// to 32 rows and shapes where it measured faster, the W4A16 tensor-core GEMM over the Q4_0
+// weights (gemm_q4_0_mma.h, CUDA sm_80+); otherwise a GEMM on tensor cores: x converted to fp16
+// and one BLAS f16 GEMM with f32 accumulation against an fp16 copy of W made once at load (W
+// itself when it is F16). HIP builds have no BLAS here (hipBLAS is not packaged in Debian
+// bookworm), keep no fp16 copies and use the GEMV for every row count. (The runner's kQ8 mode
+// sends GEMV-sized Q4_0 batches to gemv_q4_0_q8.h instead.)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backend/gpu/platform/device_buffer.h"
+#include "backend/gpu/platform/vendor.h"
+#include "backend/op_params.h"
+#include "common/result.h"
+
+namespace novaserve::gpu {
+
+class GpuBlas;
+
+/// Matmul dispatcher with its fp16 activation scratch. Not thread-safe; one stream.
+class GpuMatmul {
+ public:
+  /// Row counts up to this take the GEMV: its weight stream is the quantized one (Q4_0: 3.6x
+  /// fewer bytes than fp16), which decides the time at a few rows.
+  static constexpr int64_t kGemvMaxRows = 8;
+
+  /// Errors: kInternal naming the failed BLAS call or allocation (the BLAS workspace).
+  static Result<std::unique_ptr<GpuMatmul>> create(cudaStream_t stream);
+  ~GpuMatmul();
+
+  /// Whether run() takes the GEMV for `n_rows` rows (so a caller may use the GEMV's grouped or
+  /// fused forms, gemv_q4_0_split_multi/_swiglu, which give the same bits): up to kGemvMaxRows,
+  /// or any count on HIP.
+  bool takes_gemv(int64_t n_rows) const;
+
+  /// Whether GEMMs are available (CUDA builds), i.e. whether the runner keeps fp16 weights.
+  bool has_blas() const;
+
+  /// Sizes the fp16 activation scratch for GEMMs of up to `max_rows` rows and `max_n_in`
+  /// inputs. Errors: kInternal (out of memory).
+  Status reserve(int64_t max_rows, int64_t max_n_in);
+
+  /// y [n_rows][w.n_out] = x [n_rows][w.n_in] W^T on the stream. `w16`: W as fp16 [n_out][n_in]
+  /// (device), used for more than kGemvMaxRows rows; may be null without BLAS. `split`: W is a
+  /// Q4_0 matrix in the split layout of repack_q4_0_split (gpu_ops.h). Graph-capturable once
+  /// reserve() covers n_rows (the BLAS workspace is preallocated). Errors: those of the GEMV or
+  /// the BLAS GEMM; growing the scratch can fail with kInternal.
+  Status run(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows, float* y,
+             bool split);
+
+ private:
+  GpuMatmul() = default;
+  cudaStream_t stream_ = nullptr;
+#if !defined(NOVASERVE_GPU_HIP)
+  std::unique_ptr<GpuBlas> blas_;  // not even declared for HIP, whose build has no gpu_blas.cu
+  DeviceBuffer blas_workspace_;
+#endif
+  DeviceBuffer x16_;  // activations, fp16
+};
+
+}  // namespace novaserve::gpu

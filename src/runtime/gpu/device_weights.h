@@ -1,0 +1,33 @@
+// The model's weights as the GPU kernels see them: ModelWeights (model/model_weights.h) with every
+// matrix pointing into the WeightArena and every f32 vector (norm weights, biases, RoPE frequency
+// factors) copied into one small device buffer.
+#pragma once
+
+#include <vector>
+
+#include "backend/gpu/platform/device_buffer.h"
+#include "backend/gpu/platform/vendor.h"
+#include "common/result.h"
+#include "model/model_weights.h"
+#include "runtime/gpu/weight_arena.h"
+
+namespace novaserve::gpu {
+
+/// Device views of one model's weights. Valid while the WeightArena lives.
+struct DeviceWeights {
+  WeightMatrix tok_embd;                     ///< [n_vocab][n_embd], the file's type
+  WeightMatrix output;                       ///< [n_vocab][n_embd] (tok_embd when tied)
+  const float* output_norm = nullptr;        ///< [n_embd]
+  std::vector<LayerWeights> layers;          ///< as ModelWeights, device pointers
+  const float* rope_freq_factors = nullptr;  ///< [n_rot/2] or null
+  DeviceBuffer vectors;                      ///< owns the f32 vectors above
+
+  /// Maps `host` (views into the GgufFile the arena was loaded from) to the device and uploads
+  /// the f32 vectors on `stream` (synchronized before returning).
+  /// Errors: kUnsupported naming a matrix whose type has no GPU kernel; kInternal for a matrix
+  /// outside the arena or a failed runtime call.
+  static Result<DeviceWeights> create(const ModelWeights& host, const WeightArena& arena,
+                                      cudaStream_t stream);
+};
+
+}  // namespace novaserve::gpu

@@ -1,0 +1,45 @@
+// `novaserve synth`: GGUF files of named Llama-family architectures with deterministic random
+// weights, for benchmarking and GPU-vs-CPU tests at real model sizes (llama.cpp loads them too).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+#include "quant/ggml_type.h"
+#include "tools/synth/synth_plan.h"
+#include "tools/synth/synth_preset.h"
+
+namespace novaserve {
+
+struct SynthOptions {
+  std::string preset;               ///< a synth_presets() name
+  GgmlType type = GgmlType::kQ4_0;  ///< matrix type (see synth_type_supported)
+  uint64_t seed = 0;
+  int n_threads = 0;  ///< <= 0: all cores
+  /// GGUF whose tokenizer.* keys are copied (and, for smollm2-135m, whose config gives the
+  /// shape): the default model or a llama.cpp vocab file, per SynthPreset::tokenizer_file.
+  std::string tokenizer_source;
+};
+
+/// What write_synth_gguf produced.
+struct SynthReport {
+  uint64_t file_bytes = 0;
+  uint64_t n_params = 0;  ///< elements over all tensors
+  size_t n_tensors = 0;
+  double seconds = 0.0;  ///< wall time of generation + writing
+};
+
+/// Writes the synthetic model to `path`. Tensors are generated in chunks of rows on a thread pool
+/// and streamed to the file (GgufStreamWriter) while the next chunk is generated, so memory stays
+/// at a few chunk buffers whatever the model size. Each row's values come from its own
+/// SynthRowRng(seed, fnv1a64(tensor name), row), so the bytes depend only on (preset, type, seed,
+/// tokenizer source), never on n_threads.
+/// Errors: kInvalidInput for an unknown preset (message lists the presets) or a bad tokenizer
+/// source; kUnsupported for an unsupported type; kNotFound/kIo for the tokenizer source; kIo
+/// naming `path` when it cannot be written. The file is written as `path`.tmp-PID (TempOutput)
+/// and renamed to `path` only when complete, so a failure leaves no partial file and an
+/// existing file at `path` unchanged.
+Result<SynthReport> write_synth_gguf(const std::string& path, const SynthOptions& options);
+
+}  // namespace novaserve
