@@ -24,8 +24,9 @@ void register_loadgen(CLI::App& app, int& exit_code) {
                               "--find-max-qps the first probe (default 1)");
   auto* conc = cmd->add_option("--concurrency", f->concurrency,
                                "closed loop: keep this many requests in flight");
-  cmd->add_option("--duration", f->duration, "how long to send requests: 500ms, 30s, 5m, 2h")
-      ->required();
+  cmd->add_option("--duration", f->duration,
+                  "how long to send requests: 500ms, 30s, 5m, 2h (required; with --find-max-qps "
+                  "each probe's length, default 30s)");
   cmd->add_option("--workload", f->workload, "fixed, fin-qa or chat-mix")->capture_default_str();
   auto* prompt = cmd->add_option("--prompt-tokens", f->prompt_tokens, "fixed: prompt length")
                      ->capture_default_str();
@@ -41,7 +42,8 @@ void register_loadgen(CLI::App& app, int& exit_code) {
   cmd->add_option("--slo-ttft-p99", f->slo_ttft_p99, "SLO: P99 time to first token");
   cmd->add_option("--slo-itl-p95", f->slo_itl_p95, "SLO: P95 inter-token latency, e.g. 100ms");
   cmd->add_flag("--find-max-qps", f->find_max_qps,
-                "bisect the highest --qps whose --duration run meets the SLOs");
+                "bisect the highest --qps whose --duration run meets the SLOs, then confirm it "
+                "with a run twice as long at that rate (a refuted rate is never reported)");
   cmd->add_option("--qps-tolerance", f->qps_tolerance, "find-max-qps: relative precision")
       ->capture_default_str();
   cmd->add_option("--max-qps", f->max_qps, "find-max-qps: highest rate probed")

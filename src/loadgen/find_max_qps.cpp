@@ -6,7 +6,8 @@
 namespace novaserve {
 
 Result<MaxQpsResult> find_max_qps(const MaxQpsSearchOptions& options,
-                                  const std::function<Result<bool>(double qps)>& probe) {
+                                  const std::function<Result<bool>(double qps)>& probe,
+                                  const std::function<Result<bool>(double qps)>& confirm) {
   if (!(options.start_qps > 0) || !std::isfinite(options.start_qps)) {
     return Err(ErrorCode::kInvalidInput, "the starting QPS must be > 0");
   }
@@ -17,14 +18,18 @@ Result<MaxQpsResult> find_max_qps(const MaxQpsSearchOptions& options,
       options.max_qps < options.start_qps) {
     return Err(ErrorCode::kInvalidInput, "need 0 < min QPS <= start QPS <= --max-qps");
   }
+  if (options.max_confirmations < 1) {
+    return Err(ErrorCode::kInvalidInput, "the search needs at least one confirmation run");
+  }
   MaxQpsResult out;
   const auto run = [&](double qps) -> Result<bool> {
     auto met = probe(qps);
     if (met.ok()) out.probes.push_back({qps, *met});
     return met;
   };
-  double pass = 0;  // highest rate that met the SLOs
+  double pass = 0;  // highest rate that met the SLOs (and was not refuted by a confirmation)
   double fail = 0;  // lowest rate that did not; 0 = none yet
+  bool at_cap = false;
   for (double qps = options.start_qps; fail == 0;) {
     auto met = run(qps);
     if (!met.ok()) return met.error();
@@ -33,22 +38,38 @@ Result<MaxQpsResult> find_max_qps(const MaxQpsSearchOptions& options,
     } else {
       pass = qps;
       if (qps >= options.max_qps) {
-        out.hit_max = true;
-        out.max_qps = pass;
-        return out;
+        at_cap = true;
+        break;
       }
       qps = std::min(qps * 2, options.max_qps);
     }
   }
-  while (fail - pass > options.tolerance * fail) {
-    if (pass == 0 && fail < options.min_qps) break;
-    const double qps = (pass + fail) / 2;
-    auto met = run(qps);
+  for (int confirmations = 0;;) {
+    while (!at_cap && fail - pass > options.tolerance * fail) {
+      if (pass == 0 && fail < options.min_qps) break;
+      const double qps = (pass + fail) / 2;
+      auto met = run(qps);
+      if (!met.ok()) return met.error();
+      (*met ? pass : fail) = qps;
+    }
+    if (pass == 0 || confirmations == options.max_confirmations) return out;
+    ++confirmations;
+    auto met = confirm(pass);
     if (!met.ok()) return met.error();
-    (*met ? pass : fail) = qps;
+    out.confirmations.push_back({pass, *met});
+    if (*met) {
+      out.max_qps = pass;
+      out.hit_max = at_cap;
+      return out;
+    }
+    // Refuted: the rate fails after all. Resume below it from the highest lower pass.
+    fail = pass;
+    at_cap = false;
+    pass = 0;
+    for (const QpsProbe& p : out.probes) {
+      if (p.met && p.qps < fail) pass = std::max(pass, p.qps);
+    }
   }
-  out.max_qps = pass;
-  return out;
 }
 
 }  // namespace novaserve

@@ -1,4 +1,5 @@
-// --find-max-qps: the highest Poisson arrival rate whose run meets the SLOs.
+// --find-max-qps: the highest Poisson arrival rate whose run meets the SLOs, confirmed by a
+// second, longer run at the same rate.
 #pragma once
 
 #include <functional>
@@ -13,6 +14,8 @@ struct MaxQpsSearchOptions {
   double tolerance = 0.1;  ///< stop when (fail - pass) <= tolerance * fail
   double max_qps = 1000;   ///< never probe above this; reaching it ends the search
   double min_qps = 0.01;   ///< below this, give up: no rate meets the SLOs
+  /// Confirmation runs at most; a failed one sends the search back below the rate it tried.
+  int max_confirmations = 3;
 };
 
 struct QpsProbe {
@@ -21,19 +24,28 @@ struct QpsProbe {
 };
 
 struct MaxQpsResult {
-  double max_qps = 0;            ///< highest probed rate that met the SLOs; 0 when none did
-  bool hit_max = false;          ///< max_qps itself met the SLOs (the true limit may be higher)
-  std::vector<QpsProbe> probes;  ///< in the order they ran
+  /// The highest rate whose probe and whose confirmation both met the SLOs; 0 when none did
+  /// (nothing passed, or every confirmation failed).
+  double max_qps = 0;
+  bool hit_max = false;                 ///< max_qps is the --max-qps cap (the limit may be higher)
+  std::vector<QpsProbe> probes;         ///< the search's runs, in the order they ran
+  std::vector<QpsProbe> confirmations;  ///< the confirmation runs, in order; the last one that
+                                        ///< met is max_qps's
 };
 
 /// Runs `probe(qps)` (true: the run at that rate met the SLOs) at start_qps, doubling while it
 /// passes (capped at max_qps), then bisects between the highest pass and the lowest failure
 /// until they are within `tolerance` of each other. When start_qps already fails, the lower
-/// bound is 0 and bisection walks down towards min_qps. Assumes meeting the SLOs is monotone
-/// in the rate, which holds up to noise; each probe is one run. An error from `probe` ends the
-/// search with that error. Errors: kInvalidInput for start <= 0, tolerance not in (0, 1),
-/// min > start or max < start.
+/// bound is 0 and bisection walks down towards min_qps. The rate found is then run again by
+/// `confirm(qps)` (the caller makes it longer: loadgen runs twice the probe's duration). A
+/// rate whose confirmation fails counts as a failure: the search resumes between the highest
+/// lower pass and it, and confirms its next answer, up to max_confirmations times; a rate is
+/// reported only once confirmed. Assumes meeting the SLOs is monotone in the rate, which holds
+/// up to noise (the confirmation is what catches a lucky probe). An error from `probe` or
+/// `confirm` ends the search with that error. Errors: kInvalidInput for start <= 0, tolerance
+/// not in (0, 1), min > start, max < start, or max_confirmations < 1.
 Result<MaxQpsResult> find_max_qps(const MaxQpsSearchOptions& options,
-                                  const std::function<Result<bool>(double qps)>& probe);
+                                  const std::function<Result<bool>(double qps)>& probe,
+                                  const std::function<Result<bool>(double qps)>& confirm);
 
 }  // namespace novaserve

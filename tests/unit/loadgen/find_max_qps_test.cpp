@@ -25,12 +25,18 @@ std::vector<double> rates(const MaxQpsResult& r) {
 
 TEST(FindMaxQps, DoublesThenBisectsToTolerance) {
   FakeProbe fake{5.3, {}};
-  auto r = find_max_qps({}, [&](double q) { return fake(q); });
+  auto r = find_max_qps(
+      {}, [&](double q) { return fake(q); }, [&](double q) { return fake(q); });
   ASSERT_TRUE(r.ok());
   // 1, 2, 4 pass, 8 fails; then 6 fails, 5 passes, 5.5 fails, and 5.5 - 5 = 0.5 <= 10% of
   // 5.5 ends the search.
   EXPECT_EQ(rates(*r), (std::vector<double>{1, 2, 4, 8, 6, 5, 5.5}));
-  EXPECT_EQ(fake.seen, rates(*r));
+  // Then 5 is confirmed by a second run.
+  std::vector<double> all = rates(*r);
+  all.push_back(5);
+  EXPECT_EQ(fake.seen, all);
+  ASSERT_EQ(r->confirmations.size(), 1u);
+  EXPECT_TRUE(r->confirmations[0].met);
   EXPECT_DOUBLE_EQ(r->max_qps, 5);
   EXPECT_FALSE(r->hit_max);
   EXPECT_TRUE(r->probes[2].met);
@@ -43,7 +49,8 @@ TEST(FindMaxQps, ResultIsWithinToleranceOfTheTrueLimit) {
       FakeProbe fake{limit, {}};
       MaxQpsSearchOptions o;
       o.tolerance = tol;
-      auto r = find_max_qps(o, [&](double q) { return fake(q); });
+      auto r = find_max_qps(
+          o, [&](double q) { return fake(q); }, [&](double q) { return fake(q); });
       ASSERT_TRUE(r.ok());
       EXPECT_LE(r->max_qps, limit);
       EXPECT_GE(r->max_qps, limit * (1 - tol)) << "limit " << limit << " tol " << tol;
@@ -53,7 +60,8 @@ TEST(FindMaxQps, ResultIsWithinToleranceOfTheTrueLimit) {
 
 TEST(FindMaxQps, WalksBelowAFailingStart) {
   FakeProbe fake{0.3, {}};
-  auto r = find_max_qps({}, [&](double q) { return fake(q); });
+  auto r = find_max_qps(
+      {}, [&](double q) { return fake(q); }, [&](double q) { return fake(q); });
   ASSERT_TRUE(r.ok());
   // 1 and 0.5 fail, 0.25 passes, 0.375 and 0.3125 fail, 0.28125 passes; 0.3125 - 0.28125 is
   // within 10% of 0.3125.
@@ -63,7 +71,8 @@ TEST(FindMaxQps, WalksBelowAFailingStart) {
 
 TEST(FindMaxQps, NothingPassesGivesZero) {
   FakeProbe fake{0, {}};
-  auto r = find_max_qps({}, [&](double q) { return fake(q); });
+  auto r = find_max_qps(
+      {}, [&](double q) { return fake(q); }, [&](double q) { return fake(q); });
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->max_qps, 0);
   EXPECT_GE(r->probes.back().qps, 0.005);  // stopped near min_qps (0.01)
@@ -74,7 +83,8 @@ TEST(FindMaxQps, StopsAtTheCap) {
   FakeProbe fake{1e9, {}};
   MaxQpsSearchOptions o;
   o.max_qps = 12;
-  auto r = find_max_qps(o, [&](double q) { return fake(q); });
+  auto r = find_max_qps(
+      o, [&](double q) { return fake(q); }, [&](double q) { return fake(q); });
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(rates(*r), (std::vector<double>{1, 2, 4, 8, 12}));
   EXPECT_TRUE(r->hit_max);
@@ -83,10 +93,13 @@ TEST(FindMaxQps, StopsAtTheCap) {
 
 TEST(FindMaxQps, ProbeErrorEndsTheSearch) {
   int calls = 0;
-  auto r = find_max_qps({}, [&](double q) -> Result<bool> {
-    if (++calls == 3) return Err(ErrorCode::kIo, "server went away");
-    return true;
-  });
+  auto r = find_max_qps(
+      {},
+      [&](double q) -> Result<bool> {
+        if (++calls == 3) return Err(ErrorCode::kIo, "server went away");
+        return true;
+      },
+      [](double) -> Result<bool> { return true; });
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "server went away");
   EXPECT_EQ(calls, 3);
@@ -96,13 +109,77 @@ TEST(FindMaxQps, RejectsBadOptions) {
   const auto never = [](double) -> Result<bool> { return true; };
   MaxQpsSearchOptions o;
   o.start_qps = 0;
-  EXPECT_FALSE(find_max_qps(o, never).ok());
+  EXPECT_FALSE(find_max_qps(o, never, never).ok());
   o = {};
   o.tolerance = 1.5;
-  EXPECT_FALSE(find_max_qps(o, never).ok());
+  EXPECT_FALSE(find_max_qps(o, never, never).ok());
   o = {};
   o.max_qps = 0.5;
-  EXPECT_FALSE(find_max_qps(o, never).ok());
+  EXPECT_FALSE(find_max_qps(o, never, never).ok());
+  o = {};
+  o.max_confirmations = 0;
+  EXPECT_FALSE(find_max_qps(o, never, never).ok());
+}
+
+// A server whose short probes pass up to 5.3 req/s but whose twice-as-long runs hold only up to
+// 4.2 (queues that build slowly): the search must not report a rate the long run refutes.
+TEST(FindMaxQps, ARefutedRateIsNeverReported) {
+  FakeProbe probe{5.3, {}};
+  FakeProbe confirm{4.2, {}};
+  MaxQpsSearchOptions o;
+  o.max_confirmations = 4;
+  auto r = find_max_qps(
+      o, [&](double q) { return probe(q); }, [&](double q) { return confirm(q); });
+  ASSERT_TRUE(r.ok());
+  // 5 is refuted. Between 4 (the highest lower pass) and 5, the probe at 4.5 passes and is
+  // within 10% of 5: refuted. Between 4 and 4.5, 4.25 passes: refuted. 4 is within 10% of
+  // 4.25 and holds.
+  const std::vector<std::pair<double, bool>> want = {
+      {5, false}, {4.5, false}, {4.25, false}, {4, true}};
+  ASSERT_EQ(r->confirmations.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_DOUBLE_EQ(r->confirmations[i].qps, want[i].first) << i;
+    EXPECT_EQ(r->confirmations[i].met, want[i].second) << i;
+  }
+  EXPECT_DOUBLE_EQ(r->max_qps, 4);
+
+  // With the default 3 confirmations, all refuted: no rate is reported.
+  probe.seen.clear();
+  r = find_max_qps(
+      {}, [&](double q) { return probe(q); }, [&](double q) { return confirm(q); });
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->confirmations.size(), 3u);
+  EXPECT_EQ(r->max_qps, 0);
+}
+
+TEST(FindMaxQps, EveryConfirmationFailingReportsNone) {
+  FakeProbe probe{50, {}};
+  const auto never = [](double) -> Result<bool> { return false; };
+  MaxQpsSearchOptions o;
+  o.max_confirmations = 2;
+  auto r = find_max_qps(
+      o, [&](double q) { return probe(q); }, never);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->max_qps, 0);
+  EXPECT_EQ(r->confirmations.size(), 2u);
+  EXPECT_FALSE(r->hit_max);
+}
+
+TEST(FindMaxQps, TheCapIsConfirmedToo) {
+  FakeProbe probe{1e9, {}};
+  FakeProbe confirm{10, {}};
+  MaxQpsSearchOptions o;
+  o.max_qps = 12;
+  auto r = find_max_qps(
+      o, [&](double q) { return probe(q); }, [&](double q) { return confirm(q); });
+  ASSERT_TRUE(r.ok());
+  // The cap passes its probe but is refuted, so the search bisects below it; whatever it
+  // reports was confirmed, and no confirmed rate is above what the long runs hold.
+  EXPECT_FALSE(r->hit_max);
+  EXPECT_LE(r->max_qps, 10);
+  for (const QpsProbe& c : r->confirmations) {
+    if (c.met) EXPECT_DOUBLE_EQ(c.qps, r->max_qps);
+  }
 }
 
 }  // namespace

@@ -89,6 +89,21 @@ TEST(LoadgenFlags, FindMaxQpsNeedsAnSloAndNoConcurrency) {
   EXPECT_NE(error_of(f).find("--concurrency"), std::string::npos);
 }
 
+TEST(LoadgenFlags, FindMaxQpsProbesForThirtySecondsByDefault) {
+  LoadgenFlags f = base();
+  f.has_qps = false;
+  f.find_max_qps = true;
+  f.slo_ttft_p95 = "2s";
+  f.duration.clear();
+  auto c = validate_loadgen_flags(f);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->duration_s, 30);
+  // A plain run still needs --duration.
+  f.find_max_qps = false;
+  f.has_qps = true;
+  EXPECT_NE(error_of(f).find("--duration is required"), std::string::npos);
+}
+
 TEST(LoadgenFlags, SoakSamplingInterval) {
   LoadgenFlags f = base();
   f.soak = true;
