@@ -2,9 +2,8 @@
 // shapes, per weight type and activation mode. Reports weight bytes streamed per second.
 // K-quants (256-value blocks) only run the 1536-input shape: 576 is not a multiple of 256.
 //
-// Build (no CMake target; from the repo root, after building novaserve_core in build/):
-//   g++ -O2 -std=c++20 -Isrc bench/bench_matmul.cpp build/libnovaserve_core.a \
-//       -lbenchmark -lpthread -o build/bench_matmul
+// Build: the CMake target bench_matmul (linked with novaserve_backend; built when Google
+// Benchmark is installed): `ninja -C build bench_matmul`.
 // Run: build/bench_matmul [--benchmark_filter=q4_1] ; NOVASERVE_CPU_SCALAR=1 for the scalar
 // kernels; NOVASERVE_BENCH_THREADS=N to set the multi-threaded pool size (default: all cores).
 #include <benchmark/benchmark.h>

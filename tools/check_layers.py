@@ -16,8 +16,10 @@ import os
 import re
 import sys
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
-SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cu", ".cuh")
+# Both spellings: "a/b.h", and <a/b.h> where src/a is a project folder; with or without a space.
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
+# A computed include (#include MACRO) cannot be checked, so it is refused.
+COMPUTED_INCLUDE = re.compile(r'^\s*#\s*include\s*[A-Za-z_]')
 
 
 def fail_usage(message):
@@ -84,7 +86,8 @@ def layer_cycle(layers):
 
 
 def folder_cycles(edges):
-    """Strongly connected components of more than one folder (Tarjan), each sorted."""
+    """Strongly connected components of more than one folder (Tarjan), each sorted. `edges` maps a
+    folder to {target folder: where the first such include is}."""
     index, low, on_stack, stack, out = {}, {}, set(), [], []
     counter = [0]
     nodes = set(edges) | {b for bs in edges.values() for b in bs}
@@ -140,7 +143,8 @@ def main():
     violations, folder_edges, n_files, n_includes = [], {}, 0, 0
     for dirpath, _, files in sorted(os.walk(args.src)):
         folder = os.path.relpath(dirpath, args.src).replace(os.sep, "/")
-        sources = sorted(f for f in files if f.endswith(SOURCE_SUFFIXES))
+        # Every file is read, whatever its suffix (.inc, .hh and .cc include too).
+        sources = sorted(files)
         if not sources:
             continue
         if folder not in folder_layer:
@@ -153,29 +157,44 @@ def main():
             path = os.path.join(dirpath, name)
             with open(path, encoding="utf-8", errors="replace") as f:
                 for n, line in enumerate(f, 1):
+                    where = f"{args.src}/{folder}/{name}:{n}"
+                    if COMPUTED_INCLUDE.match(line):
+                        violations.append(f"{where}: a computed #include cannot be checked; name "
+                                          "the header")
+                        continue
                     m = INCLUDE.match(line)
                     if not m:
                         continue
-                    header = m.group(1)
+                    bracket, header = m.group(1), m.group(2)
+                    if header.startswith(("./", "../")):
+                        # Relative to the including file: normalise to a src/-relative path.
+                        header = os.path.normpath(os.path.join(folder, header)).replace(os.sep, "/")
+                        if header.startswith("../"):
+                            violations.append(f"{where}: includes {m.group(2)}, outside {args.src}")
+                            continue
                     if "/" not in header:
-                        continue  # same-folder include
-                    n_includes += 1
+                        continue  # same-folder include (or a system header like <vector>)
                     target = os.path.dirname(header)
+                    if bracket == "<" and not os.path.isdir(os.path.join(args.src, target)):
+                        continue  # a system or package header (<nlohmann/json.hpp>)
+                    n_includes += 1
                     target_layer = folder_layer.get(target)
-                    where = f"{args.src}/{folder}/{name}:{n}"
                     if target_layer is None:
                         violations.append(f"{where}: includes {header}, whose folder is in no "
                                           "layer")
                         continue
                     if target != folder:
-                        folder_edges.setdefault(folder, set()).add(target)
+                        folder_edges.setdefault(folder, {}).setdefault(target, where)
                     if target_layer not in allowed[layer]:
                         violations.append(
                             f"{where}: includes {header}: layer {layer} does not link layer "
                             f"{target_layer} (it links: "
                             f"{', '.join(sorted(allowed[layer] - {layer})) or 'nothing'})")
     for component in folder_cycles(folder_edges):
-        violations.append("include cycle between folders: " + " <-> ".join(component))
+        edges = [f"    {a} -> {b} at {w}" for a in component
+                 for b, w in sorted(folder_edges.get(a, {}).items()) if b in component]
+        violations.append("include cycle between folders: " + " <-> ".join(component) + "\n" +
+                          "\n".join(edges))
 
     for v in violations:
         print(v)

@@ -30,7 +30,7 @@ if [ -f "$MODEL" ]; then
   grep -q '^tensors: 272$' "$TMP/out" || fail "model: expected 'tensors: 272'"
   grep -q 'general.architecture (string) = "llama"' "$TMP/out" || fail "model: architecture line"
   grep -q '(49152 items)' "$TMP/out" || fail "model: token array not abbreviated with its count"
-  size=$(stat -c %s "$MODEL")
+  size=$(stat -L -c %s "$MODEL")
   # Cut points: inside magic, version, counts, metadata, tensor infos, padding, data.
   for n in 0 3 4 7 12 20 24 100 4096 65536 1000000 1785663 1785700 $((size / 2)) $((size - 1)); do
     head -c "$n" "$MODEL" >"$TMP/cut-$n.gguf"

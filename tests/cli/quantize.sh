@@ -51,7 +51,7 @@ for cls in token_embd attn_q attn_k attn_v attn_output ffn_gate ffn_up ffn_down 
   "tensor data"; do
   grep -q "^$cls " "$TMP/q8.out" || fail "q8_0 summary has no '$cls' row"
 done
-grep -q "^file size: $(stat -c %s "$MODEL") -> $(stat -c %s "$TMP/q8.gguf") bytes" "$TMP/q8.out" ||
+grep -q "^file size: $(stat -L -c %s "$MODEL") -> $(stat -c %s "$TMP/q8.gguf") bytes" "$TMP/q8.out" ||
   fail "q8_0 summary file sizes: $(grep 'file size' "$TMP/q8.out")"
 generates "$TMP/q8.gguf"
 echo "ok: q8_0"

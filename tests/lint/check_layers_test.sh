@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proves that tools/check_layers.py can fail: on a small tree it must pass a clean layout and
-# reject an upward include, an include of a folder in no layer, a folder in no layer, a cycle
-# between two folders of one layer, and a cycle in the layer table itself.
+# reject an upward include (in every spelling that compiles), an include of a folder in no
+# layer, a folder in no layer, a cycle between two folders of one layer (naming the includes),
+# and a cycle in the layer table itself.
 set -u
 CHECK="$(dirname "$0")/../../tools/check_layers.py"
 T=$(mktemp -d)
@@ -37,6 +38,21 @@ printf '#include "nowhere/x.h"\n' >"$T/src/mid/bad.cpp"
 expect include-of-unknown-folder 1
 rm "$T/src/mid/bad.cpp"
 
+# Spellings that compile too: no space, angle brackets naming a project folder, a relative path,
+# a computed include, and a suffix that is not a C++ source's.
+for spelling in '#include"high/c.h"' '#include <high/c.h>' '#include "../high/c.h"' \
+  '#define H "high/c.h"\n#include H'; do
+  printf "$spelling\n" >"$T/src/low/bad.cpp"
+  expect "upward-include: $spelling" 1
+done
+rm "$T/src/low/bad.cpp"
+printf '#include "high/c.h"\n' >"$T/src/low/bad.inc"
+expect upward-include-in-an-inc-file 1
+rm "$T/src/low/bad.inc"
+printf '#include <vector>\n#include <nlohmann/json.hpp>\n' >"$T/src/low/system.h"
+expect system-headers-pass 0
+rm "$T/src/low/system.h"
+
 mkdir -p "$T/src/stray" && printf '#include "low/a.h"\n' >"$T/src/stray/s.cpp"
 expect folder-in-no-layer 1
 rm -r "$T/src/stray"
@@ -48,6 +64,8 @@ printf '#pragma once\n' >"$T/src/low2/d.h"
 expect clean-within-layer 0
 printf '#include "low/a.h"\n' >>"$T/src/low2/d.h"
 expect cycle-within-layer 1
+grep -q 'low2 -> low at .*src/low2/d.h:2' "$T/out" ||
+  { echo "FAIL cycle-within-layer: the message does not name the include"; failures=$((failures + 1)); }
 rm -r "$T/src/low2" "$T/src/low/e.h"
 
 printf 'low low high\nmid mid low\nhigh high mid\n' >"$T/layers.txt"

@@ -3,9 +3,9 @@
 // satisfy the engine's own SamplingParams::validate and the documented bounds; every error must
 // be a 4xx whose OpenAI error object serializes.
 //
-// CMake links fuzz targets with novaserve_core only, so the request-parsing sources (which need
-// nothing beyond core and nlohmann-json) are compiled into this target directly. When the fuzz
-// targets link novaserve_server, these definitions still win and no archive member is pulled.
+// CMake links this target with the engine and chat layers only (not novaserve_server), so the
+// request-parsing sources (which need nothing above those and nlohmann-json) are compiled into
+// it directly, where libFuzzer's coverage instrumentation sees them.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
