@@ -25,6 +25,12 @@
 #               given to the server (--slo-ttft-p95 187ms --slo-ttft-p99 238ms: SLO-aware
 #               admission); goodput under that SLO for both (overload-PRESET-{plain,slo}.*).
 # --synth       times `novaserve synth` for llama3-8b and u15-lite-12b Q4_0 (synth.txt).
+# --seqs-sweep "N ..."  for the first model of --models: for each N, serve with --max-num-seqs N
+#               --max-num-batched-tokens 8192 and drive fin-qa open loop at --sweep-qps (default
+#               120) for 30 s (sweep-PRESET-N.*), then `novaserve bench` at batch N (prompt 512,
+#               128 generated; bench-sweep-PRESET-N.*): the data behind the GPU default of
+#               --max-num-seqs (docs/benchmarks.md, "GPU batch limits").
+# --serve-start QPS  first probe of --serve's --find-max-qps (default 64; 32 for u15-lite-12b).
 # Synthesized files go to $TMPDIR and are deleted.
 #
 # Uses build-gpucarry/bin/gpu_op_test when present (built on the development machine by
@@ -38,7 +44,8 @@
 set -u
 usage() {
   echo "usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]" \
-    "[--models \"PRESET ...\"] [--no-tests] [--overload QPS]" >&2
+    "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
+    "[--sweep-qps QPS] [--serve-start QPS]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -52,6 +59,9 @@ BENCH=0
 SERVE=0
 TESTS=1
 OVERLOAD_QPS=
+SEQS_SWEEP=
+SWEEP_QPS=120
+SERVE_START=
 BENCH_MODELS=llama3-8b
 MODEL=
 while [ $# -gt 0 ]; do
@@ -64,6 +74,21 @@ while [ $# -gt 0 ]; do
     --overload)
       [ $# -ge 2 ] || usage
       OVERLOAD_QPS=$2
+      shift
+      ;;
+    --seqs-sweep)
+      [ $# -ge 2 ] || usage
+      SEQS_SWEEP=$2
+      shift
+      ;;
+    --sweep-qps)
+      [ $# -ge 2 ] || usage
+      SWEEP_QPS=$2
+      shift
+      ;;
+    --serve-start)
+      [ $# -ge 2 ] || usage
+      SERVE_START=$2
       shift
       ;;
     --models)
@@ -220,8 +245,9 @@ serve_model() {  # serve_model PRESET FIRST_QPS
     curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
     sleep 1
   done
-  timeout 280 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --find-max-qps \
-    --qps "$2" --max-qps 60 --qps-tolerance 0.1 --duration 12s --slo-ttft-p95 187ms \
+  # Default probes (30 s each) and the confirmation run (60 s) at the rate found.
+  timeout 480 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --find-max-qps \
+    --qps "$2" --max-qps 400 --qps-tolerance 0.1 --slo-ttft-p95 187ms \
     --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/loadgen-$name.json" \
     >"$OUT/loadgen-$name.log" 2>&1
   echo "loadgen fin-qa $name Q4_0 --device cuda: exit $? (loadgen-$name.log)" |
@@ -283,11 +309,39 @@ if [ $BENCH -eq 1 ]; then
     fi
   done
 fi
+sweep_model() {  # sweep_model PRESET: fin-qa at SWEEP_QPS and a bench per --max-num-seqs
+  local name=$1 m="$scratch/$1.gguf" port=18082
+  ensure_model "$name"
+  for n in $SEQS_SWEEP; do
+    "$NS" serve --device cuda --model "$m" --port $port --max-num-seqs "$n" \
+      --max-num-batched-tokens 8192 >"$OUT/sweep-$name-$n-serve.log" 2>&1 &
+    local spid=$!
+    for _ in $(seq 120); do
+      curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+      sleep 1
+    done
+    timeout 100 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --qps "$SWEEP_QPS" \
+      --duration 30s --drain-timeout 30s --warmup-requests 4 --slo-ttft-p95 187ms \
+      --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/sweep-$name-$n.json" \
+      >"$OUT/sweep-$name-$n.log" 2>&1
+    echo "sweep $name --max-num-seqs $n: fin-qa at $SWEEP_QPS req/s exit $?" | tee -a "$OUT/summary.md"
+    grep -E '^(throughput|goodput|SLO|  TTFT|  ITL)' "$OUT/sweep-$name-$n.log" | tee -a "$OUT/summary.md"
+    kill -TERM $spid
+    wait $spid
+    timeout 120 "$NS" bench --device cuda --model "$m" --batch "$n" --prompt 512 --gen 128 \
+      --json "$OUT/bench-sweep-$name-$n.json" >"$OUT/bench-sweep-$name-$n.log" 2>&1
+    echo "bench $name batch $n (prompt 512, gen 128): exit $?" | tee -a "$OUT/summary.md"
+    grep -E '^\|' "$OUT/bench-sweep-$name-$n.log" | tail -n 2 | tee -a "$OUT/summary.md"
+  done
+}
+if [ -n "$SEQS_SWEEP" ]; then
+  sweep_model "${BENCH_MODELS%% *}"
+fi
 if [ $SERVE -eq 1 ]; then
   for name in $BENCH_MODELS; do
     case $name in
-      u15-lite-12b) serve_model "$name" 4 ;;
-      *) serve_model "$name" 8 ;;
+      u15-lite-12b) serve_model "$name" "${SERVE_START:-32}" ;;
+      *) serve_model "$name" "${SERVE_START:-64}" ;;
     esac
   done
 fi

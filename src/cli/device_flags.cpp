@@ -6,6 +6,7 @@
 #include "model/kv_view.h"
 #include "model/llama_model.h"
 #if defined(NOVASERVE_WITH_GPU)
+#include "backend/gpu/platform/gpu_device_info.h"
 #include "runtime/gpu/gpu_runner.h"
 #endif
 
@@ -77,6 +78,31 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
                                            ": this novaserve was built without it (build with "
                                            "`cmake --preset " +
                                            preset + "`)");
+}
+
+namespace {
+
+// The sequence cap of GPUs with >= 70 GiB, from the measurements in docs/benchmarks.md ("GPU
+// batch limits", one H200, 8B Q4_0, fin-qa and the batch sweep).
+constexpr int64_t kLargeGpuMaxNumSeqs = 512;
+constexpr uint64_t kLargeGpuBytes = uint64_t{70} << 30;
+
+}  // namespace
+
+Result<BatchLimits> default_batch_limits(const DeviceFlags& f) {
+  if (!is_gpu_device(f)) return BatchLimits{32, 2048, "the CPU default"};
+#if defined(NOVASERVE_WITH_GPU)
+  auto total = gpu::device_total_memory(static_cast<int>(f.gpu));
+  if (!total.ok()) return total.error();
+  const std::string gib = std::to_string(*total >> 30) + " GiB";
+  if (*total >= kLargeGpuBytes) {
+    return BatchLimits{kLargeGpuMaxNumSeqs, 8192,
+                       "GPU " + std::to_string(f.gpu) + " has " + gib + " (>= 70 GiB)"};
+  }
+  return BatchLimits{256, 2048, "GPU " + std::to_string(f.gpu) + " has " + gib + " (< 70 GiB)"};
+#else
+  return BatchLimits{32, 2048, "the CPU default"};  // unreachable: device_runner_factory refuses
+#endif
 }
 
 }  // namespace novaserve

@@ -47,4 +47,19 @@ Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string&
 /// the CMake preset that builds it).
 Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads);
 
+/// The scheduler's batch limits for a device, used where --max-num-seqs or
+/// --max-num-batched-tokens is 0 (auto, their default).
+struct BatchLimits {
+  int64_t max_num_seqs = 0;            ///< sequences per step
+  int64_t max_num_batched_tokens = 0;  ///< tokens per step
+  std::string reason;                  ///< why these, for the start-up log
+};
+
+/// CPU: 32 sequences and 2048 tokens (what 2 to 16 cores can run in a step of tens of ms). GPU:
+/// by the device's memory, as vLLM's server does: at least 70 GiB (H100, H200, MI300) gets
+/// kLargeGpuMaxNumSeqs sequences (chosen by the fin-qa and batch sweeps of docs/benchmarks.md,
+/// "GPU batch limits") and 8192 tokens; smaller GPUs get 256 and 2048. Errors: kInternal when
+/// the GPU's memory cannot be read (no driver, no such device).
+Result<BatchLimits> default_batch_limits(const DeviceFlags& f);
+
 }  // namespace novaserve

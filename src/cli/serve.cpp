@@ -19,8 +19,8 @@ namespace {
 struct EngineFlags {
   uint64_t kv_cache_memory = uint64_t{512} << 20;
   int64_t block_size = 16;
-  int64_t max_num_seqs = 32;
-  int64_t max_num_batched_tokens = 2048;
+  int64_t max_num_seqs = 0;            // 0 = auto (default_batch_limits)
+  int64_t max_num_batched_tokens = 0;  // 0 = auto
   int64_t max_model_len = 0;
   bool enable_prefix_caching = true;
   int64_t batch_wait_ms = 0;
@@ -40,9 +40,9 @@ Status in_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
 
 Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   NOVASERVE_RETURN_IF_ERROR(in_range("--block-size", f.block_size, 1, 1024));
-  NOVASERVE_RETURN_IF_ERROR(in_range("--max-num-seqs", f.max_num_seqs, 1, 4096));
+  NOVASERVE_RETURN_IF_ERROR(in_range("--max-num-seqs", f.max_num_seqs, 0, 4096));
   NOVASERVE_RETURN_IF_ERROR(
-      in_range("--max-num-batched-tokens", f.max_num_batched_tokens, f.max_num_seqs, 1 << 20));
+      in_range("--max-num-batched-tokens", f.max_num_batched_tokens, 0, 1 << 20));
   NOVASERVE_RETURN_IF_ERROR(in_range("--max-model-len", f.max_model_len, 0, INT32_MAX));
   NOVASERVE_RETURN_IF_ERROR(in_range("--batch-wait-ms", f.batch_wait_ms, 0, 60000));
   NOVASERVE_RETURN_IF_ERROR(in_range("--threads", f.threads, 0, 1024));
@@ -55,6 +55,24 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   if (!kv_type.ok()) return kv_type.error();
   auto make_runner = device_runner_factory(f.device, static_cast<int>(f.threads));
   if (!make_runner.ok()) return make_runner.error();
+  int64_t max_num_seqs = f.max_num_seqs;
+  int64_t max_num_batched_tokens = f.max_num_batched_tokens;
+  if (max_num_seqs == 0 || max_num_batched_tokens == 0) {
+    auto limits = default_batch_limits(f.device);
+    if (!limits.ok()) return limits.error();
+    if (max_num_seqs == 0) max_num_seqs = limits->max_num_seqs;
+    // An explicit --max-num-seqs above the automatic token budget raises the budget with it.
+    if (max_num_batched_tokens == 0) {
+      max_num_batched_tokens = std::max(limits->max_num_batched_tokens, max_num_seqs);
+    }
+    std::fprintf(
+        stderr, "novaserve serve: --max-num-seqs %lld, --max-num-batched-tokens %lld (%s%s)\n",
+        static_cast<long long>(max_num_seqs), static_cast<long long>(max_num_batched_tokens),
+        f.max_num_seqs == 0 && f.max_num_batched_tokens == 0 ? "auto: " : "partly auto: ",
+        limits->reason.c_str());
+  }
+  NOVASERVE_RETURN_IF_ERROR(
+      in_range("--max-num-batched-tokens", max_num_batched_tokens, max_num_seqs, 1 << 20));
   if (f.kv_cache_memory == 0) {
     return Err(ErrorCode::kInvalidInput, "--kv-cache-memory must be > 0 bytes");
   }
@@ -62,8 +80,8 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
   o.kv_cache_memory = f.kv_cache_memory;
   o.block_size = static_cast<int32_t>(f.block_size);
   o.kv_cache_dtype = kv_type.value();
-  o.scheduler.max_num_seqs = static_cast<int32_t>(f.max_num_seqs);
-  o.scheduler.max_num_batched_tokens = static_cast<int32_t>(f.max_num_batched_tokens);
+  o.scheduler.max_num_seqs = static_cast<int32_t>(max_num_seqs);
+  o.scheduler.max_num_batched_tokens = static_cast<int32_t>(max_num_batched_tokens);
   o.scheduler.max_model_len = static_cast<int32_t>(f.max_model_len);
   o.scheduler.enable_prefix_caching = f.enable_prefix_caching;
   o.batch_wait = std::chrono::milliseconds(f.batch_wait_ms);
@@ -87,10 +105,13 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                  "KV cache element type: auto (f32 on the CPU, f16 on a GPU), f32, f16, q8 (q8_0) "
                  "or q4 (q4_0)")
       ->capture_default_str();
-  cmd.add_option("--max-num-seqs", f.max_num_seqs, "most sequences running in one step")
+  cmd.add_option("--max-num-seqs", f.max_num_seqs,
+                 "most sequences running in one step; 0 = auto: 32 on the CPU, 512 on a GPU "
+                 "with >= 70 GiB, else 256")
       ->capture_default_str();
   cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
-                 "token budget of one step (longer prompts are prefilled in chunks)")
+                 "token budget of one step (longer prompts are prefilled in chunks); 0 = auto: "
+                 "2048, or 8192 on a GPU with >= 70 GiB")
       ->capture_default_str();
   cmd.add_option("--max-model-len", f.max_model_len,
                  "most tokens (prompt + output) per request; 0 = the model's context")
