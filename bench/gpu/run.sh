@@ -247,7 +247,7 @@ serve_model() {  # serve_model PRESET FIRST_QPS
   done
   # Default probes (30 s each) and the confirmation run (60 s) at the rate found.
   timeout 480 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --find-max-qps \
-    --qps "$2" --max-qps 400 --qps-tolerance 0.1 --slo-ttft-p95 187ms \
+    --qps "$2" --max-qps 400 --qps-tolerance 0.1 --warmup-requests 8 --slo-ttft-p95 187ms \
     --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/loadgen-$name.json" \
     >"$OUT/loadgen-$name.log" 2>&1
   echo "loadgen fin-qa $name Q4_0 --device cuda: exit $? (loadgen-$name.log)" |
