@@ -75,7 +75,8 @@ void GpuMetrics::update(const std::vector<GpuSample>& samples) {
       }
       double& last = last_energy_[s.index];
       // A counter only grows: a driver reload (reading below the last) restarts the baseline.
-      if (*s.energy_joules > last) energy_->Add(l).Increment(*s.energy_joules - last);
+      auto& counter = energy_->Add(l);  // exported from the first reading, 0 or not
+      if (*s.energy_joules > last) counter.Increment(*s.energy_joules - last);
       last = *s.energy_joules;
     }
   }
