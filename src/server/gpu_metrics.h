@@ -25,8 +25,9 @@ class GpuMetrics {
  public:
   /// `model_name`: the value of every series' model_name label (empty: no such label).
   GpuMetrics(prometheus::Registry& registry, std::string model_name);
-  /// novaserve_gpu_* {gpu="I"}: gauges set, energy counter advanced by the growth of the
-  /// sample's energy; series of a GPU or field missing from `samples` are removed.
+  /// novaserve_gpu_* {gpu="I"}: gauges set, and removed for a GPU or field missing from
+  /// `samples`; the energy counter advances by the growth of the sample's energy and keeps its
+  /// total while a GPU does not answer (a counter must not go back).
   void update(const std::vector<GpuSample>& samples);
   /// novaserve_governor_target_sm_clock_hertz, novaserve_governor_actuating and
   /// novaserve_governor_decisions_total{direction}.
