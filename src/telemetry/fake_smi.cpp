@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <numbers>
 
 namespace novaserve {
 namespace {
@@ -65,7 +66,8 @@ Result<GpuSample> FakeSmi::sample(int gpu) {
   NOVASERVE_RETURN_IF_ERROR(check_index(gpu));
   if (state_->failing()) return Err(ErrorCode::kIo, "fake SMI: failing (test mode)");
   // A slow deterministic wave (period 60 samples) so that graphs move; the clock follows the cap.
-  const double wave = 0.5 + 0.5 * std::sin(static_cast<double>(samples_++) * 2 * M_PI / 60.0);
+  const double wave =
+      0.5 + 0.5 * std::sin(static_cast<double>(samples_++) * 2 * std::numbers::pi / 60.0);
   const double cap = state_->cap(gpu);
   const double clock = cap > 0 ? std::min(cap, kMaxClockHz) : kMaxClockHz;
   const double f = clock / kMaxClockHz;

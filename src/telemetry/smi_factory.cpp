@@ -1,5 +1,7 @@
 #include "telemetry/smi_factory.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "telemetry/nvml_smi.h"
@@ -24,9 +26,14 @@ Result<std::unique_ptr<Smi>> open_smi(const std::string& kind) {
   if (kind == "auto") {
     auto nvml = open_nvml_smi();
     if (nvml.ok() && nvml.value()->device_count() > 0) return nvml;
+    const std::string a = nvml.ok() ? "NVML: no GPU" : nvml.error().message;
+    // Without the amdgpu compute device there is nothing for ROCm SMI to see, and its rsmi_init
+    // prints an exception of its own on such hosts: skip it.
+    if (access("/dev/kfd", F_OK) != 0) {
+      return Err(ErrorCode::kNotFound, "no GPU SMI (" + a + "; ROCm SMI: no /dev/kfd)");
+    }
     auto rocm = open_rocm_smi();
     if (rocm.ok() && rocm.value()->device_count() > 0) return rocm;
-    const std::string a = nvml.ok() ? "NVML: no GPU" : nvml.error().message;
     const std::string b = rocm.ok() ? "ROCm SMI: no GPU" : rocm.error().message;
     return Err(ErrorCode::kNotFound, "no GPU SMI (" + a + "; " + b + ")");
   }

@@ -13,8 +13,8 @@ namespace novaserve {
 bool is_telemetry_kind(const std::string& kind);
 
 /// Opens the SMI of `kind`: "nvml", "rocm", "fake" (the process-wide fake_gpu_state()), or
-/// "auto" (NVML, else ROCm SMI). Errors: kNotFound/kIo/kUnsupported from the backend ("auto":
-/// both messages), kInvalidInput for "off" or an unknown kind.
+/// "auto" (NVML, else ROCm SMI where /dev/kfd exists). Errors: kNotFound/kIo/kUnsupported from the
+/// backend ("auto": both messages), kInvalidInput for "off" or an unknown kind.
 Result<std::unique_ptr<Smi>> open_smi(const std::string& kind);
 
 /// The fake GPUs of this process (two), shared by every fake SMI that open_smi() returns. When
