@@ -10,6 +10,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libpcre2-dev libboost-dev
   prometheus-cpp-dev prometheus bible-kjv-text bible-kjv libnuma-dev
+  python3-yaml librocm-smi-dev
   hipcc libamdhip64-dev rocm-device-libs
 )
 

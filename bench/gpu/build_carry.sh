@@ -34,7 +34,8 @@ VOCABS=${NOVASERVE_SHARED_DIR:-../shared}/testdata/tokenizers
 cp "$VOCABS/ggml-vocab-llama-bpe.gguf" "$VOCABS/ggml-vocab-qwen2.gguf" \
   "$CARRY/shared/testdata/tokenizers/"
 
-# Every shared library must be one the GPU machine has.
+# Every shared library must be one the GPU machine has. NVML (libnvidia-ml.so.1) and ROCm SMI are
+# dlopen'ed by src/telemetry at run time, never linked, so they do not appear here.
 bad=$(LD_LIBRARY_PATH=$CARRY/lib ldd "$CARRY/bin/gpu_op_test" | awk '{print $1}' |
   grep -Ev '^(linux-vdso\.so|/lib64/ld-linux|lib(c|m|dl|rt|pthread|stdc\+\+|gcc_s)\.so|libcublas(Lt)?\.so\.13|libpcre2-8)' ||
   true)

@@ -24,6 +24,13 @@
 #               `novaserve serve --device cuda` with default flags and again with the seed's SLO
 #               given to the server (--slo-ttft-p95 187ms --slo-ttft-p99 238ms: SLO-aware
 #               admission); goodput under that SLO for both (overload-PRESET-{plain,slo}.*).
+# --governor    `novaserve serve --device cuda --telemetry nvml --governor slo` (DRY-RUN: never
+#               --governor-actuate here) on the first model of --models (or --model when given),
+#               driven by loadgen fin-qa at 2, 8 and 16 req/s for 20 s each: the governor's
+#               decision lines (governor-decisions.log), /metrics snapshots with the NVML
+#               novaserve_gpu_* series after each load level (governor-metrics-QPS.txt; power
+#               against load at default clocks, for the simulator), and read-only nvidia-smi
+#               clock/power queries before and after (governor-clocks.txt: must not change).
 # --synth       times `novaserve synth` for llama3-8b and u15-lite-12b Q4_0 (synth.txt).
 # --seqs-sweep "N ..."  for the first model of --models: for each N, serve with --max-num-seqs N
 #               --max-num-batched-tokens 8192 and drive fin-qa open loop at --sweep-qps (default
@@ -45,7 +52,7 @@ set -u
 usage() {
   echo "usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]" \
     "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
-    "[--sweep-qps QPS] [--serve-start QPS]" >&2
+    "[--sweep-qps QPS] [--serve-start QPS] [--governor]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -54,6 +61,7 @@ esac
 OUT=$1
 shift
 SYNTH=0
+GOVERNOR=0
 E2E=0
 BENCH=0
 SERVE=0
@@ -67,6 +75,7 @@ MODEL=
 while [ $# -gt 0 ]; do
   case "$1" in
     --synth) SYNTH=1 ;;
+    --governor) GOVERNOR=1 ;;
     --e2e) E2E=1 ;;
     --bench) BENCH=1 ;;
     --serve) SERVE=1 ;;
@@ -294,6 +303,43 @@ overload_model() {  # overload_model PRESET: plain and SLO-aware servers at $OVE
     tail -n 14 "$OUT/overload-$name-$mode.log"
   done
 }
+governor_dry_run() {  # governor_dry_run GGUF NAME: never actuates (shared machine)
+  local m=$1 name=$2 port=18082 q
+  local smi_query=clocks.sm,clocks.max.sm,clocks.applications.graphics,power.draw,power.limit
+  nvidia-smi --query-gpu=$smi_query --format=csv >"$OUT/governor-clocks.txt" 2>&1
+  "$NS" serve --device cuda --model "$m" --port $port --telemetry nvml --governor slo \
+    --governor-interval 5 --slo-ttft-p95 187ms --slo-itl-p95 25ms >"$OUT/governor-serve.log" 2>&1 &
+  local spid=$!
+  for _ in $(seq 120); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+    sleep 1
+  done
+  for q in 2 8 16; do
+    timeout 60 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --qps $q \
+      --duration 20s --tokenizer-model "$m" >"$OUT/governor-loadgen-$q.log" 2>&1
+    curl -s "http://127.0.0.1:$port/metrics" >"$OUT/governor-metrics-$q.txt"
+  done
+  kill -TERM $spid
+  wait $spid
+  echo "after:" >>"$OUT/governor-clocks.txt"
+  nvidia-smi --query-gpu=$smi_query --format=csv >>"$OUT/governor-clocks.txt" 2>&1
+  grep 'governor\|telemetry' "$OUT/governor-serve.log" >"$OUT/governor-decisions.log"
+  echo "governor dry-run on $name --device cuda: $(grep -c 'governor: dry-run' \
+    "$OUT/governor-decisions.log") decisions, $(grep -c '^novaserve_gpu_' \
+    "$OUT/governor-metrics-16.txt") GPU series (governor-*.txt, governor-decisions.log)" |
+    tee -a "$OUT/summary.md"
+  grep -E '^novaserve_(gpu|governor)_' "$OUT/governor-metrics-16.txt"
+  tail -n 6 "$OUT/governor-decisions.log"
+}
+if [ $GOVERNOR -eq 1 ]; then
+  if [ -n "$MODEL" ]; then
+    governor_dry_run "$MODEL" "$(basename "$MODEL")"
+  else
+    first_model=${BENCH_MODELS%% *}
+    ensure_model "$first_model"
+    governor_dry_run "$scratch/$first_model.gguf" "$first_model"
+  fi
+fi
 if [ $BENCH -eq 1 ]; then
   first=1
   for name in $BENCH_MODELS; do

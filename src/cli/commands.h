@@ -81,4 +81,11 @@ void register_convert(CLI::App& app, int& exit_code);
 /// directory, an unreadable --model).
 void register_doctor(CLI::App& app, int& exit_code);
 
+/// Adds `governor simulate --trace FILE [--json] [--slo-ttft-p95 D] [--slo-itl-p95 D]
+/// [--governor-interval S] [--governor-up-windows N] [--governor-down-windows N]
+/// [--governor-headroom H] [--seed N]`: energy and SLO-violating windows of the trace with and
+/// without the SLO governor (src/telemetry/governor_sim.h). Sets `exit_code` to 0, or to 2
+/// after a one-line error on stderr (a missing or malformed trace, bad flag values).
+void register_governor(CLI::App& app, int& exit_code);
+
 }  // namespace novaserve

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   novaserve::register_perplexity(app, exit_code);
   novaserve::register_loadgen(app, exit_code);
   novaserve::register_doctor(app, exit_code);
+  novaserve::register_governor(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -9,6 +9,7 @@
 #include <exception>
 
 #include "server/routes.h"
+#include "telemetry/exit_restore.h"
 
 namespace novaserve {
 namespace {
@@ -88,6 +89,8 @@ void HttpServer::wait_signal() {
       wait_signal();
     } else {
       std::fprintf(stderr, "novaserve serve: second signal %d: exiting now\n", sig);
+      // _Exit skips destructors: put back any device setting the governor changed first.
+      run_exit_restores();
       std::fflush(stderr);
       std::_Exit(128 + sig);
     }

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "gguf/gguf_file.h"
+#include "telemetry/smi_factory.h"
+#include "telemetry/telemetry_sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace novaserve {
@@ -106,14 +108,60 @@ Status start_engine(const EngineFactory& make_engine, LoadedModel& m) {
   return {};
 }
 
+// The sampler and the governor; declared after the model so that they stop first (the governor
+// restores the clocks it changed), and detached from the metrics before they go.
+struct Telemetry {
+  ServerContext* ctx = nullptr;
+  std::unique_ptr<TelemetrySampler> sampler;
+  std::unique_ptr<GovernorLoop> governor;
+  ~Telemetry() {
+    if (ctx != nullptr) ctx->metrics.detach_telemetry();
+    governor.reset();
+    sampler.reset();
+  }
+};
+
+// Opens the SMI for metrics (a missing one is logged once: the server runs without GPU series)
+// and, with --governor slo, a second handle for the governor (missing: an error).
+Status start_telemetry(const ServeOptions& o, ServerContext& ctx, Telemetry& t) {
+  if (o.telemetry.smi == "off") return {};
+  auto smi = open_smi(o.telemetry.smi);
+  if (!smi.ok()) {
+    if (o.telemetry.governor)
+      return Err(smi.error().code, "--governor slo: " + smi.error().message);
+    std::fprintf(stderr, "novaserve serve: telemetry: %s; GPU metrics are left out\n",
+                 smi.error().message.c_str());
+    return {};
+  }
+  std::fprintf(stderr, "novaserve serve: telemetry: %s, %d GPU(s)%s\n", smi.value()->name().c_str(),
+               smi.value()->device_count(),
+               o.telemetry.smi == "fake" ? " (fake: test mode, no real device)" : "");
+  t.sampler = std::make_unique<TelemetrySampler>(std::move(smi.value()),
+                                                 o.telemetry.sample_interval, "novaserve serve");
+  if (o.telemetry.governor) {
+    auto gsmi = open_smi(o.telemetry.smi);
+    if (!gsmi.ok()) return gsmi.error();
+    GovernorLoopOptions g = o.telemetry.governor_loop;
+    g.config.slo_ttft_p95_seconds = static_cast<double>(o.slo.ttft_p95.count()) / 1e3;
+    g.config.slo_itl_p95_seconds = static_cast<double>(o.slo.itl_p95.count()) / 1e3;
+    auto loop = GovernorLoop::start(g, std::move(gsmi.value()), ctx.metrics);
+    if (!loop.ok()) return loop.error();
+    t.governor = std::move(loop.value());
+  }
+  t.ctx = &ctx;
+  TelemetrySampler* sampler = t.sampler.get();
+  ctx.metrics.attach_telemetry([sampler] { return sampler->latest(); },
+                               t.governor ? &t.governor->status() : nullptr);
+  return {};
+}
+
 }  // namespace
 
 int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
   if (auto st = check_options(options); !st.ok()) return fail(st.error().message);
-  ServerContext ctx;
-  ctx.config.model_name = options.served_model_name.empty()
-                              ? std::filesystem::path(options.model_path).stem().string()
-                              : options.served_model_name;
+  ServerContext ctx(options.served_model_name.empty()
+                        ? std::filesystem::path(options.model_path).stem().string()
+                        : options.served_model_name);
   AdmissionConfig admission;
   admission.max_queued_requests = options.max_queued_requests;
   admission.slo_ttft =
@@ -135,6 +183,12 @@ int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
 
   LoadedModel model = std::move(opened);
   if (auto st = start_engine(make_engine, model); !st.ok()) {
+    ctx.lifecycle.begin_drain();
+    server.run_until_drained();
+    return fail(st.error().message);
+  }
+  Telemetry telemetry;
+  if (auto st = start_telemetry(options, ctx, telemetry); !st.ok()) {
     ctx.lifecycle.begin_drain();
     server.run_until_drained();
     return fail(st.error().message);

@@ -13,6 +13,7 @@
 #include "common/result.h"
 #include "engine/request.h"
 #include "server/http_server.h"
+#include "telemetry/governor_loop.h"
 
 namespace novaserve {
 
@@ -27,6 +28,15 @@ struct SloOptions {
   std::chrono::milliseconds itl_p95{0};
 };
 
+/// GPU telemetry and the SLO governor (--telemetry, --governor*).
+struct TelemetryOptions {
+  std::string smi = "auto";  ///< --telemetry: auto, nvml, rocm, fake (test mode) or off
+  std::chrono::milliseconds sample_interval{1000};
+  bool governor = false;  ///< --governor slo
+  /// Its SLOs come from SloOptions; actuate only with --governor-actuate.
+  GovernorLoopOptions governor_loop;
+};
+
 struct ServeOptions {
   std::string model_path;          ///< --model: GGUF file
   std::string served_model_name;   ///< --served-model-name; default: the file's stem
@@ -36,6 +46,7 @@ struct ServeOptions {
   /// --max-queue-time: given to the engine (SchedulerConfig::max_queue_time) by the CLI.
   std::chrono::milliseconds max_queue_time{30000};
   SloOptions slo;
+  TelemetryOptions telemetry;
   std::vector<std::string> api_keys;  ///< --api-key (repeatable)
   std::string api_key_file;           ///< --api-key-file
   /// Called once the model is published, with the context and the bound port (tests use it to

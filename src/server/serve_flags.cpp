@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/duration.h"
+#include "telemetry/smi_factory.h"
 
 namespace novaserve {
 namespace {
@@ -81,7 +82,70 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
                  "SLO: P95 inter-token latency; the step-time target is 0.8x it");
   cmd.add_option("--api-key", f.api_keys, "accepted API key (repeatable)");
   cmd.add_option("--api-key-file", f.api_key_file, "file with one API key per line");
+  cmd.add_option("--telemetry", f.telemetry,
+                 "GPU metrics from: auto (NVML, else ROCm SMI), nvml, rocm, fake (test mode: "
+                 "made-up GPUs) or off")
+      ->capture_default_str();
+  cmd.add_option("--governor", f.governor,
+                 "slo: step the SM clock cap with the latency SLO (dry-run unless "
+                 "--governor-actuate); off")
+      ->capture_default_str();
+  cmd.add_flag("--governor-actuate", f.governor_actuate,
+               "let the governor change clocks (restored on exit); never on shared machines");
+  cmd.add_option("--governor-interval", f.governor_interval, "seconds per governor window")
+      ->capture_default_str();
+  cmd.add_option("--governor-up-windows", f.governor_up_windows,
+                 "violating windows in a row before one step up")
+      ->capture_default_str();
+  cmd.add_option("--governor-down-windows", f.governor_down_windows,
+                 "windows in a row below headroom x SLO before one step down")
+      ->capture_default_str();
+  cmd.add_option("--governor-headroom", f.governor_headroom,
+                 "share of the SLO below which a window counts as headroom, in (0, 1)")
+      ->capture_default_str();
 }
+
+namespace {
+
+Result<TelemetryOptions> to_telemetry_options(const ServeFlags& f, const SloOptions& slo) {
+  const auto bad = [](const std::string& m) { return Err(ErrorCode::kInvalidInput, m); };
+  TelemetryOptions t;
+  if (!is_telemetry_kind(f.telemetry)) {
+    return bad("--telemetry must be auto, nvml, rocm, fake or off, got '" + f.telemetry + "'");
+  }
+  t.smi = f.telemetry;
+  if (f.governor != "off" && f.governor != "slo") {
+    return bad("--governor must be off or slo, got '" + f.governor + "'");
+  }
+  t.governor = f.governor == "slo";
+  if (f.governor_actuate && !t.governor) return bad("--governor-actuate needs --governor slo");
+  if (!std::isfinite(f.governor_interval) || f.governor_interval <= 0 ||
+      f.governor_interval > 3600) {
+    return bad("--governor-interval must be in (0, 3600] seconds, got " +
+               std::to_string(f.governor_interval));
+  }
+  NOVASERVE_RETURN_IF_ERROR(at_least("--governor-up-windows", f.governor_up_windows, 1, 1000));
+  NOVASERVE_RETURN_IF_ERROR(at_least("--governor-down-windows", f.governor_down_windows, 1, 1000));
+  GovernorLoopOptions& g = t.governor_loop;
+  g.actuate = f.governor_actuate;
+  g.interval = std::chrono::milliseconds(std::llround(f.governor_interval * 1000));
+  if (g.interval.count() < 1) g.interval = std::chrono::milliseconds(1);
+  g.config.up_windows = static_cast<int>(f.governor_up_windows);
+  g.config.down_windows = static_cast<int>(f.governor_down_windows);
+  g.config.headroom = f.governor_headroom;
+  g.config.slo_ttft_p95_seconds = static_cast<double>(slo.ttft_p95.count()) / 1e3;
+  g.config.slo_itl_p95_seconds = static_cast<double>(slo.itl_p95.count()) / 1e3;
+  if (!(f.governor_headroom > 0 && f.governor_headroom < 1)) {
+    return bad("--governor-headroom must be in (0, 1), got " + std::to_string(f.governor_headroom));
+  }
+  if (t.governor) {
+    if (t.smi == "off") return bad("--governor slo needs GPU telemetry, not --telemetry off");
+    NOVASERVE_RETURN_IF_ERROR(validate(g.config));
+  }
+  return t;
+}
+
+}  // namespace
 
 Result<ServeOptions> to_serve_options(const ServeFlags& f) {
   ServeOptions o;
@@ -130,6 +194,9 @@ Result<ServeOptions> to_serve_options(const ServeFlags& f) {
   o.slo.itl_p95 = itl95.value();
   o.api_keys = f.api_keys;
   o.api_key_file = f.api_key_file;
+  auto telemetry = to_telemetry_options(f, o.slo);
+  if (!telemetry.ok()) return telemetry.error();
+  o.telemetry = telemetry.value();
   return o;
 }
 

@@ -36,18 +36,29 @@ struct ServeFlags {
   std::string slo_itl_p95;
   std::vector<std::string> api_keys;
   std::string api_key_file;
+  std::string telemetry = "auto";  ///< auto, nvml, rocm, fake, off
+  std::string governor = "off";    ///< off or slo
+  bool governor_actuate = false;
+  double governor_interval = 5;  ///< seconds
+  int64_t governor_up_windows = 1;
+  int64_t governor_down_windows = 3;
+  double governor_headroom = 0.8;
 };
 
 /// Adds --model, --served-model-name, --chat-template, --host, --port, --backlog,
 /// --threads-http, --threads-tokenize, --max-body-bytes, --header-timeout, --timeout,
 /// --shutdown-timeout, --max-queued-requests, --max-queue-time, --slo-ttft-p95, --slo-ttft-p99,
-/// --slo-itl-p95, --api-key (repeatable) and --api-key-file to `cmd`, bound to `flags` (which
+/// --slo-itl-p95, --api-key (repeatable), --api-key-file, --telemetry, --governor,
+/// --governor-actuate, --governor-interval, --governor-up-windows, --governor-down-windows and
+/// --governor-headroom to `cmd`, bound to `flags` (which
 /// must outlive parsing).
 void add_serve_flags(CLI::App& cmd, ServeFlags& flags);
 
 /// Checks ranges and converts. Errors: kInvalidInput naming the flag (port outside 0..65535,
 /// non-positive or non-finite timeouts, counts < 1, a missing --model, a duration that
-/// common/duration.h cannot parse or that is 0 for an SLO).
+/// common/duration.h cannot parse or that is 0 for an SLO; an unknown --telemetry or --governor,
+/// a --governor-interval <= 0, a --governor-headroom outside (0, 1), --governor-actuate without
+/// --governor slo, --governor slo without an SLO or with --telemetry off).
 Result<ServeOptions> to_serve_options(const ServeFlags& flags);
 
 }  // namespace novaserve

@@ -33,6 +33,10 @@ struct ModelServices {
 
 class ServerContext {
  public:
+  /// `model_name`: config.model_name and the model_name label of the metrics.
+  explicit ServerContext(std::string model_name = "")
+      : config{model_name}, metrics(std::move(model_name)) {}
+
   ServerConfig config;
   Lifecycle lifecycle;
   ServerMetrics metrics;

@@ -6,6 +6,7 @@ chunked bodies).
 """
 
 import json
+import re
 import select
 import socket
 import threading
@@ -202,11 +203,31 @@ def sse_events(body):
     return events, done
 
 
-def metric_value(metrics_text, name):
-    """The value of an unlabelled sample `name` in Prometheus text, or None."""
+def metric_samples(metrics_text, name):
+    """[(labels dict, value)] of the samples of `name` in Prometheus text."""
+    out = []
     for line in metrics_text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split(" ")[1])
+        if not line.startswith(name) or line.startswith("#"):
+            continue
+        rest = line[len(name):]
+        labels = {}
+        if rest.startswith("{"):
+            body, _, rest = rest[1:].partition("}")
+            for part in re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', body):
+                labels[part[0]] = part[1]
+        elif not rest.startswith(" "):
+            continue  # a longer name with this prefix
+        out.append((labels, float(rest.split()[0])))
+    return out
+
+
+def metric_value(metrics_text, name, **labels):
+    """The value of the sample `name` whose labels, model_name aside, are exactly `labels`
+    (none by default), or None."""
+    for have, value in metric_samples(metrics_text, name):
+        have = {k: v for k, v in have.items() if k != "model_name"}
+        if have == labels:
+            return value
     return None
 
 

@@ -23,7 +23,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from http_client import StreamStamps, metric_value, read_response  # noqa: E402
+from http_client import StreamStamps, metric_samples, metric_value, read_response  # noqa: E402
 from server_launcher import LaunchedServer, rss_bytes  # noqa: E402
 
 ROOT = os.environ.get("NOVASERVE_SOURCE_DIR",
@@ -46,20 +46,12 @@ def metrics(server):
 
 
 def histogram_buckets(text, name):
-    """{le: cumulative count} of an unlabelled Prometheus histogram."""
-    out = {}
-    for line in text.splitlines():
-        if line.startswith(name + "_bucket{"):
-            le = line.split('le="')[1].split('"')[0]
-            out[le] = float(line.rsplit(" ", 1)[1])
-    return out
+    """{le: cumulative count} of a Prometheus histogram (labelled by model_name only)."""
+    return {labels["le"]: value for labels, value in metric_samples(text, name + "_bucket")}
 
 
 def labelled(text, name, label, value):
-    for line in text.splitlines():
-        if line.startswith('%s{%s="%s"}' % (name, label, value)):
-            return float(line.rsplit(" ", 1)[1])
-    return None
+    return metric_value(text, name, **{label: value})
 
 
 def wait_idle(server, timeout):

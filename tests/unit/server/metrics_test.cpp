@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace novaserve {
 namespace {
 
@@ -58,6 +60,57 @@ TEST(ServerMetrics, ObservationsLandInTheHistograms) {
   EXPECT_TRUE(has_line(text, "novaserve_generation_tokens_total 30"));
   EXPECT_TRUE(has_line(text, "novaserve_request_success_total{finished_reason=\"abort\"} 1"));
   EXPECT_TRUE(has_line(text, "novaserve_request_success_total{finished_reason=\"stop\"} 0"));
+}
+
+TEST(ServerMetrics, EverySeriesCarriesModelNameAndGpuSeriesFollowTheSnapshot) {
+  ServerMetrics m("tiny");
+  m.observe_time_to_first_token(0.03);
+  GpuSample a;
+  a.index = 0;
+  a.power_watts = 250;
+  a.energy_joules = 1000;
+  a.sm_clock_hertz = 1.98e9;
+  GpuSample b = a;
+  b.index = 1;
+  b.power_watts.reset();  // a field this GPU does not report
+  std::vector<GpuSample> snapshot = {a, b};
+  GovernorStatus governor;
+  governor.target_hertz = 1.5e9;
+  governor.decisions[static_cast<int>(GovernorDirection::kDown)] = 2;
+  m.attach_telemetry([&] { return snapshot; }, &governor);
+  std::string text = m.scrape(nullptr);
+  EXPECT_TRUE(has_line(text, "novaserve_num_requests_running{model_name=\"tiny\"} 0")) << text;
+  EXPECT_TRUE(has_line(
+      text, "novaserve_time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"0.04\"} 1"));
+  EXPECT_TRUE(has_line(text, "novaserve_gpu_power_watts{model_name=\"tiny\",gpu=\"0\"} 250"));
+  EXPECT_EQ(text.find("novaserve_gpu_power_watts{model_name=\"tiny\",gpu=\"1\"}"),
+            std::string::npos);
+  EXPECT_TRUE(
+      has_line(text, "novaserve_gpu_energy_joules_total{model_name=\"tiny\",gpu=\"1\"} 1000"));
+  EXPECT_TRUE(has_line(text,
+                       "novaserve_governor_target_sm_clock_hertz{model_name=\"tiny\"} "
+                       "1500000000"));
+  EXPECT_TRUE(has_line(
+      text, "novaserve_governor_decisions_total{model_name=\"tiny\",direction=\"down\"} 2"));
+  snapshot[0].energy_joules = 1200;
+  snapshot.pop_back();  // GPU 1 stops answering: its series go
+  text = m.scrape(nullptr);
+  EXPECT_TRUE(
+      has_line(text, "novaserve_gpu_energy_joules_total{model_name=\"tiny\",gpu=\"0\"} 1200"));
+  EXPECT_EQ(text.find("novaserve_gpu_sm_clock_hertz{model_name=\"tiny\",gpu=\"1\"}"),
+            std::string::npos);
+  m.detach_telemetry();
+}
+
+TEST(ServerMetrics, TakeWindowReportsTheP95SinceTheLastCall) {
+  ServerMetrics m;
+  for (int i = 1; i <= 100; ++i) m.observe_inter_token_latency(i * 1e-3);
+  LatencyWindow w = m.take_window();
+  EXPECT_EQ(w.itl_count, 100);
+  EXPECT_NEAR(w.itl_p95_seconds, 0.095, 0.004);
+  EXPECT_EQ(w.ttft_count, 0);
+  EXPECT_TRUE(std::isnan(w.ttft_p95_seconds));
+  EXPECT_EQ(m.take_window().itl_count, 0);
 }
 
 }  // namespace
