@@ -18,6 +18,7 @@ Sequence::Sequence(EngineRequest request, int32_t n_vocab, int32_t block_size)
   tokens_.reserve(static_cast<size_t>(num_prompt_) + request_.max_tokens);
   tokens_.assign(request_.prompt.begin(), request_.prompt.end());
   block_hashes_.reserve(block_table_.max_blocks() + 1);
+  if (request_.grammar) matcher_.emplace(request_.grammar);
 }
 
 void Sequence::append_token(int32_t token) {

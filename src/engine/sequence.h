@@ -11,6 +11,7 @@
 #include "engine/block_table.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
+#include "grammar/grammar.h"
 
 namespace novaserve {
 
@@ -70,6 +71,11 @@ class Sequence {
   int32_t num_cached_prompt_tokens() const { return num_cached_prompt_; }
   int32_t num_preemptions() const { return num_preemptions_; }
 
+  /// The request's grammar matcher (EngineRequest::grammar), or null when unconstrained. It has
+  /// accepted exactly the generated tokens.
+  grammar::GrammarMatcher* matcher() { return matcher_ ? &*matcher_ : nullptr; }
+  const grammar::GrammarMatcher* matcher() const { return matcher_ ? &*matcher_ : nullptr; }
+
   Sampler& sampler() { return sampler_; }
   const Sampler& sampler() const { return sampler_; }
   const BlockTable& block_table() const { return block_table_; }
@@ -101,6 +107,7 @@ class Sequence {
   // Leading blocks of block_table_ already offered to the prefix cache (hits or registered).
   int32_t num_registered_blocks_ = 0;
   Sampler sampler_;
+  std::optional<grammar::GrammarMatcher> matcher_;
   BlockTable block_table_;
   std::vector<uint64_t> block_hashes_;  // memo for block_hash()
 };
