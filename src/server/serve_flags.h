@@ -20,6 +20,7 @@ struct ServeFlags {
   std::string model;
   std::string served_model_name;
   std::string chat_template;
+  std::string tool_call_parser;  ///< empty: detected from the chat template
   std::string host = "127.0.0.1";
   int64_t port = 8080;
   int64_t backlog = 2048;
@@ -38,7 +39,8 @@ struct ServeFlags {
   std::string api_key_file;
 };
 
-/// Adds --model, --served-model-name, --chat-template, --host, --port, --backlog,
+/// Adds --model, --served-model-name, --chat-template, --tool-call-parser, --host, --port,
+/// --backlog,
 /// --threads-http, --threads-tokenize, --max-body-bytes, --header-timeout, --timeout,
 /// --shutdown-timeout, --max-queued-requests, --max-queue-time, --slo-ttft-p95, --slo-ttft-p99,
 /// --slo-itl-p95, --api-key (repeatable) and --api-key-file to `cmd`, bound to `flags` (which
@@ -46,7 +48,8 @@ struct ServeFlags {
 void add_serve_flags(CLI::App& cmd, ServeFlags& flags);
 
 /// Checks ranges and converts. Errors: kInvalidInput naming the flag (port outside 0..65535,
-/// non-positive or non-finite timeouts, counts < 1, a missing --model, a duration that
+/// non-positive or non-finite timeouts, counts < 1, a missing --model, an unknown
+/// --tool-call-parser, a duration that
 /// common/duration.h cannot parse or that is 0 for an SLO).
 Result<ServeOptions> to_serve_options(const ServeFlags& flags);
 

@@ -1,0 +1,19 @@
+// The output constraint that enforces tool_choice "required" or a named function, as vLLM
+// builds it: a forced reply is plain JSON whatever the model family (the family's call syntax
+// is not needed when the grammar already says what comes).
+//   named     the reply is the function's arguments: its `parameters` schema
+//   required  the reply is [{"name": <one of the tools>, "parameters": <its schema>}, ...] with
+//             at least one call (exactly one when parallel_tool_calls is false)
+#pragma once
+
+#include <optional>
+
+#include "server/structured_output.h"
+#include "server/tool_request.h"
+
+namespace novaserve {
+
+/// The constraint for `tools` (param "tool_choice"), or nullopt when the choice is not forced.
+std::optional<OutputConstraint> tool_choice_constraint(const ToolsRequest& tools);
+
+}  // namespace novaserve
