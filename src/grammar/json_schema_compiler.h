@@ -1,0 +1,53 @@
+// Internal to the JSON Schema compiler: the compiler class, shared by json_schema_grammar.cpp
+// (dispatch, combinators, scalars) and json_schema_containers.cpp (objects, arrays).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "grammar/grammar_ir.h"
+#include "grammar/json_schema_doc.h"
+#include "grammar/json_value_grammar.h"
+#include "grammar/regex_ast.h"
+
+namespace novaserve::grammar {
+
+inline constexpr int kMaxSchemaDepth = 100;      ///< schema nesting the compiler follows
+inline constexpr int64_t kMaxStringLength = 2000;  ///< larger length bounds unroll too far
+
+/// "unsupported keyword 'k' at /ptr[: why]".
+Error unsupported(const std::string& k, const std::string& at, const std::string& why = "");
+inline std::string child(const std::string& at, std::string_view k) { return at + "/" + std::string(k); }
+
+class SchemaCompiler {
+ public:
+  explicit SchemaCompiler(Json root) : doc_(std::move(root)), values_(b_) {}
+  Result<Grammar> run();
+
+ private:
+  Result<uint32_t> value(const Json* s, const std::string& at, int depth);
+  Status alt_rule(uint32_t r, uint32_t target) {
+    b_.add_alt(r, {Element::ref(target)});
+    return {};
+  }
+  Status lexeme(uint32_t r, const Rx& rx) { return alt_rule(r, lower_rx(b_, rx, end_)); }
+  Status body(uint32_t r, const Json& s, const std::string& at, int depth);
+  Status alternatives(uint32_t r, const Json& s, const char* key, const std::string& at, int depth);
+  Status enumeration(uint32_t r, const Json& s, const std::string& at);
+  Status number(uint32_t r, const Json& s, const std::string& at, bool integer);
+  Status string(uint32_t r, const Json& s, const std::string& at);
+  Status array(uint32_t r, const Json& s, const std::string& at, int depth);
+  Status object(uint32_t r, const Json& s, const std::string& at, int depth);
+  /// Rule for a property-value or item schema given as JSON (true when absent).
+  Result<uint32_t> sub(const Json& parent, const char* key, const std::string& at, int depth);
+
+  GrammarBuilder b_;
+  SchemaDoc doc_;
+  JsonValueGrammar values_;
+  uint32_t end_ = end_rule(b_);
+  std::unordered_map<const Json*, uint32_t> memo_;
+};
+
+}  // namespace novaserve::grammar

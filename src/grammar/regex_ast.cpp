@@ -1,0 +1,86 @@
+#include "grammar/regex_ast.h"
+
+namespace novaserve::grammar {
+namespace {
+
+using ByteRanges = std::vector<std::pair<uint8_t, uint8_t>>;
+
+// Appends alternatives for `cps` followed by `cont` to rule `r`: ASCII in one byte set, each
+// multi-byte UTF-8 range as a sequence of byte sets.
+void add_class_alts(GrammarBuilder& b, uint32_t r, const CodepointRanges& cps, uint32_t cont) {
+  ByteSet ascii;
+  for (auto [lo, hi] : cps) {
+    if (lo < 0x80) ascii.set_range(static_cast<int>(lo), static_cast<int>(std::min(hi, 0x7Fu)));
+  }
+  if (!ascii.empty()) b.add_alt(r, {Element::of(ascii), Element::ref(cont)});
+  for (const auto& seq : utf8_byte_sequences(cps)) {
+    if (seq.size() == 1) continue;  // ASCII, done above
+    Seq s;
+    for (auto [lo, hi] : seq) s.push_back(Element::of(ByteSet::range(lo, hi)));
+    s.push_back(Element::ref(cont));
+    b.add_alt(r, std::move(s));
+  }
+}
+
+}  // namespace
+
+uint32_t end_rule(GrammarBuilder& b) { return b.rule_of("end", {Seq{}}); }
+
+uint32_t lower_rx(GrammarBuilder& b, const Rx& rx, uint32_t cont) {
+  if (b.overflow()) return cont;
+  switch (rx.kind) {
+    case Rx::kEmpty:
+      return cont;
+    case Rx::kBytes: {
+      Seq s = GrammarBuilder::literal(rx.bytes);
+      s.push_back(Element::ref(cont));
+      return b.rule_of("lit", {std::move(s)});
+    }
+    case Rx::kClass: {
+      const uint32_t r = b.new_rule("class");
+      add_class_alts(b, r, rx.cps, cont);
+      return r;
+    }
+    case Rx::kSeq: {
+      uint32_t c = cont;
+      for (size_t i = rx.kids.size(); i-- > 0;) c = lower_rx(b, rx.kids[i], c);
+      return c;
+    }
+    case Rx::kAlt: {
+      const uint32_t r = b.new_rule("alt");
+      for (const Rx& k : rx.kids) b.add_alt(r, {Element::ref(lower_rx(b, k, cont))});
+      return r;
+    }
+    case Rx::kRepeat: {
+      const Rx& x = rx.kids[0];
+      uint32_t c;
+      if (rx.max < 0) {
+        c = b.new_rule("loop");  // L ::= x L | cont
+        b.add_alt(c, {Element::ref(lower_rx(b, x, c))});
+        b.add_alt(c, {Element::ref(cont)});
+      } else {
+        c = cont;  // O_j ::= x O_{j-1} | cont : at most j more copies
+        for (int64_t j = 0; j < rx.max - rx.min && !b.overflow(); ++j) {
+          const uint32_t o = b.new_rule("upto");
+          b.add_alt(o, {Element::ref(lower_rx(b, x, c))});
+          b.add_alt(o, {Element::ref(cont)});
+          c = o;
+        }
+      }
+      for (int64_t i = 0; i < rx.min && !b.overflow(); ++i) c = lower_rx(b, x, c);
+      return c;
+    }
+  }
+  return cont;
+}
+
+Result<Grammar> regex_grammar(std::string_view re) {
+  auto rx = parse_regex(re, {});
+  if (!rx.ok()) return rx.error();
+  GrammarBuilder b;
+  const uint32_t root = lower_rx(b, rx.value(), end_rule(b));
+  if (b.overflow()) return Err(ErrorCode::kInvalidInput, "regex too large");
+  return finish_grammar(b.take_rules(), root);
+}
+
+}  // namespace novaserve::grammar
