@@ -1,5 +1,6 @@
 #include "server/structured_output.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "server/json_fields.h"
@@ -194,6 +195,18 @@ ApiResult<grammar::CompiledGrammarPtr> compile_output_constraint(grammar::Gramma
   }
   auto g = compiler->compile(c.spec);
   if (!g.ok()) return invalid_request(c.param + ": " + g.error().message, c.param);
+  // The first mask, here on the tokenize pool: a grammar that cannot start (one past the
+  // recognizer's limits) is refused before it reaches the engine, and the engine's first step
+  // finds the mask work of the start state cached.
+  grammar::GrammarMatcher probe(g.value());
+  std::vector<uint32_t> mask((static_cast<size_t>(compiler->vocab_size()) + 31) / 32);
+  probe.fill_next_token_mask(mask);
+  if (std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; })) {
+    return invalid_request(c.param +
+                               ": the grammar allows no first token (it exceeds the grammar "
+                               "engine's limits)",
+                           c.param);
+  }
   return std::move(g.value());
 }
 

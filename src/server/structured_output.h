@@ -33,9 +33,10 @@ struct OutputConstraint {
 /// one (structural_tag), and two constraints in one request ("at most one of ...").
 ApiResult<std::optional<OutputConstraint>> parse_output_constraint(const Json& body);
 
-/// Compiles `c` with `compiler`. Errors: 400 naming c.param, with the compiler's message
-/// (unsupported keyword and where, GBNF line and column, unsatisfiable schema, limits); 400
-/// when `compiler` is null (the server has no grammar engine for this model).
+/// Compiles `c` with `compiler` and computes its first mask (so the engine's first step finds it
+/// cached). Errors: 400 naming c.param, with the compiler's message (unsupported keyword and
+/// where, GBNF line and column, unsatisfiable schema, limits); 400 when the first mask allows
+/// nothing (the grammar exceeds the recognizer's limits) or `compiler` is null.
 ApiResult<grammar::CompiledGrammarPtr> compile_output_constraint(grammar::GrammarCompiler* compiler,
                                                                  const OutputConstraint& c);
 
