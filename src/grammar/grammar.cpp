@@ -57,6 +57,7 @@ Result<Grammar> build(const GrammarSpec& spec) {
 
 struct GrammarCompiler::Impl {
   std::shared_ptr<const VocabBytes> vocab;
+  LexemeMaskCache lexeme_masks;
   std::mutex mu;
   std::unordered_map<uint64_t, std::vector<std::pair<GrammarSpec, CompiledGrammarPtr>>> cache;
   size_t cached = 0;
@@ -107,7 +108,7 @@ Result<CompiledGrammarPtr> GrammarCompiler::compile(const GrammarSpec& spec) {
   try {
     auto g = build(spec);
     if (!g.ok()) return g.error();
-    compiled = std::make_shared<const CompiledGrammar>(impl_->vocab, g.value());
+    compiled = std::make_shared<const CompiledGrammar>(impl_->vocab, g.value(), &impl_->lexeme_masks);
   } catch (const std::bad_alloc&) {
     return Err(ErrorCode::kInvalidInput, "grammar too large (out of memory while compiling)");
   }

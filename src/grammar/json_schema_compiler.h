@@ -32,7 +32,7 @@ class SchemaCompiler {
     b_.add_alt(r, {Element::ref(target)});
     return {};
   }
-  Status lexeme(uint32_t r, const Rx& rx) { return alt_rule(r, lower_rx(b_, rx, end_)); }
+  Status lexeme(uint32_t r, const Rx& rx) { return alt_rule(r, lower_lexeme(b_, rx, end_)); }
   Status body(uint32_t r, const Json& s, const std::string& at, int depth);
   Status alternatives(uint32_t r, const Json& s, const char* key, const std::string& at, int depth);
   Status enumeration(uint32_t r, const Json& s, const std::string& at);

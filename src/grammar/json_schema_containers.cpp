@@ -66,7 +66,7 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
     if (patterns.size() == 1) {
       auto rx = parse_regex(patterns.begin().key(), {.json_string_content = true, .search = true});
       if (!rx.ok()) return unsupported("patternProperties", at, rx.error().message);
-      key = lower_rx(b_, json_rx::quoted(rx.value()), end_);
+      key = lower_lexeme(b_, json_rx::quoted(rx.value()), end_);
       auto v = value(&patterns.begin().value(), child(child(at, "patternProperties"), patterns.begin().key()), depth + 1);
       if (!v.ok()) return v.error();
       val = v.value();

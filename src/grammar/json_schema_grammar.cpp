@@ -40,6 +40,7 @@ Result<Grammar> SchemaCompiler::run() {
     if (!root.ok()) return root.error();
     if (b_.overflow()) return Err(ErrorCode::kInvalidInput, "schema too large: grammar size limit exceeded");
     auto g = finish_grammar(b_.take_rules(), root.value());
+    if (g.ok()) g.value().lexemes = b_.take_lexemes();
     if (!g.ok() && g.error().message.starts_with("unsatisfiable")) {
       return Err(ErrorCode::kInvalidInput, "unsatisfiable schema: no JSON value satisfies it");
     }

@@ -11,8 +11,13 @@ FlatGrammar FlatGrammar::from(const Grammar& g) {
   std::map<std::array<uint64_t, 4>, uint32_t> class_ids;
   f.rule_alts.push_back(0);
   for (const Rule& r : g.rules) {
-    for (const Seq& alt : r.alts) {
+    for (size_t a = 0; a < r.alts.size(); ++a) {
+      const Seq& alt = r.alts[a];
       f.alt_pos.push_back(static_cast<uint32_t>(f.pos.size()));
+      for (size_t i = 0; i <= alt.size(); ++i) {
+        f.pos_lexeme.push_back(r.lexeme);
+        f.pos_key.push_back((uint64_t{r.lexeme_rule} << 32) | (uint64_t{a} << 20) | i);
+      }
       for (const Element& e : alt) {
         if (e.is_rule) {
           f.pos.push_back({kRule, e.rule});

@@ -27,6 +27,10 @@ struct FlatGrammar {
   std::vector<uint32_t> rule_alts;  ///< rule r's alternatives are alt_pos[rule_alts[r]..[r+1])
   std::vector<uint32_t> alt_pos;    ///< first position of each alternative
   uint32_t root = 0;
+  /// Per position: the lexeme it belongs to (UINT32_MAX: none) and its place in the lexeme
+  /// (rule index in the lexeme, alternative, element), stable across grammars.
+  std::vector<uint32_t> pos_lexeme;
+  std::vector<uint64_t> pos_key;
 
   static FlatGrammar from(const Grammar& g);
 };

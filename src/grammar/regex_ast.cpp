@@ -74,6 +74,40 @@ uint32_t lower_rx(GrammarBuilder& b, const Rx& rx, uint32_t cont) {
   return cont;
 }
 
+std::string rx_signature(const Rx& rx) {
+  std::string s;
+  s += static_cast<char>('A' + rx.kind);
+  switch (rx.kind) {
+    case Rx::kEmpty:
+      break;
+    case Rx::kBytes:
+      s += std::to_string(rx.bytes.size()) + ":" + rx.bytes;
+      break;
+    case Rx::kClass:
+      for (auto [lo, hi] : rx.cps) s += std::to_string(lo) + "-" + std::to_string(hi) + ",";
+      break;
+    case Rx::kRepeat:
+      s += std::to_string(rx.min) + "," + std::to_string(rx.max);
+      [[fallthrough]];
+    case Rx::kSeq:
+    case Rx::kAlt:
+      s += "(";
+      for (const Rx& k : rx.kids) s += rx_signature(k) + ";";
+      s += ")";
+      break;
+  }
+  return s;
+}
+
+uint32_t lower_lexeme(GrammarBuilder& b, const Rx& rx, uint32_t end) {
+  const std::string sig = rx_signature(rx);
+  if (uint32_t* entry = b.find_lexeme(sig)) return *entry;
+  const uint32_t first = static_cast<uint32_t>(b.rule_count());
+  const uint32_t entry = lower_rx(b, rx, end);
+  b.add_lexeme(sig, first, static_cast<uint32_t>(b.rule_count()), entry);
+  return entry;
+}
+
 Result<Grammar> regex_grammar(std::string_view re) {
   auto rx = parse_regex(re, {});
   if (!rx.ok()) return rx.error();

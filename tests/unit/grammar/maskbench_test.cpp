@@ -127,6 +127,7 @@ TEST(GrammarMaskBench, SharedSchemas) {
   }
   std::sort(files.begin(), files.end());
   Totals t;
+  const bool verbose = std::getenv("NOVASERVE_MASKBENCH_VERBOSE") != nullptr;
   const auto start = Clock::now();
   for (const fs::path& f : files) {
     std::ifstream in(f);
@@ -143,9 +144,11 @@ TEST(GrammarMaskBench, SharedSchemas) {
     if (!g.ok()) {
       ++t.compile_error;
       ++t.refusals[reason_of(g.error().message)];
+      if (verbose) std::printf("  compile error %s: %s\n", f.filename().c_str(), g.error().message.substr(0, 300).c_str());
       continue;
     }
     bool pass = true, first = true, ooo = false;
+    const size_t tbm_before = t.tbm_us.size();
     double first_mask_us = 0;
     std::map<std::string, size_t> rank;
     collect_order(doc["schema"], rank);
@@ -168,6 +171,10 @@ TEST(GrammarMaskBench, SharedSchemas) {
         ++t.invalidation_error;
         t.invalidations.push_back(f.filename().string() + ": " + text.substr(0, 200));
       }
+    }
+    if (verbose) {
+      std::printf("  schema %s compile %.0f us, slowest mask %.0f us\n", f.filename().c_str(), compile_us,
+                  t.tbm_us.empty() ? 0.0 : *std::max_element(t.tbm_us.begin() + tbm_before, t.tbm_us.end()));
     }
     if (pass) {
       ++t.passing;
