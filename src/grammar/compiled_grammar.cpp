@@ -50,7 +50,7 @@ const PositionMask& CompiledGrammar::position_mask(uint32_t pos) const {
 }
 
 std::unique_ptr<PositionMask> CompiledGrammar::compute(uint32_t pos) const {
-  PdaArena arena(flat_);
+  PdaArena arena(flat_, /*dense=*/true);
   const uint32_t start = arena.resume(pos, kBottom);
   const TokenTrie& trie = vocab_->trie;
   const auto& nodes = trie.nodes();

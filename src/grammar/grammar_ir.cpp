@@ -37,7 +37,8 @@ void GrammarBuilder::add_lexeme(const std::string& signature, uint32_t first, ui
   lexeme_entry_.emplace(signature, entry);
   for (uint32_t r = first; r < end && r < rules_.size(); ++r) {
     rules_[r].lexeme = id;
-    rules_[r].lexeme_rule = r - first;
+    const uint32_t t = rules_[r].twin;
+    rules_[r].lexeme_rule = t >= first && t < r ? rules_[t].lexeme_rule : r - first;
   }
 }
 

@@ -43,7 +43,14 @@ struct Rule {
   /// their index in it, so that token masks of its positions can be shared across grammars.
   uint32_t lexeme = UINT32_MAX;
   uint32_t lexeme_rule = 0;
+  /// An earlier rule of the same lexeme with the same token masks (a later copy of a bounded
+  /// repetition, see lower_rx); UINT32_MAX when none.
+  uint32_t twin = UINT32_MAX;
 };
+
+/// Token pieces longer than this many bytes are never allowed by a grammar (their masks would
+/// otherwise depend on more repetition copies); compact JSON never needs them.
+inline constexpr size_t kMaxTokenBytes = 64;
 
 /// Limits that keep compilation bounded on hostile inputs.
 inline constexpr size_t kMaxGrammarElements = 4'000'000;

@@ -88,7 +88,17 @@ Rx string_char() {
 
 Rx quoted(Rx content) { return Rx::seq({Rx::lit("\""), std::move(content), Rx::lit("\"")}); }
 
-Rx string(int64_t min, int64_t max) { return quoted(Rx::rep(string_char(), min, max)); }
+Rx string(int64_t min, int64_t max) {
+  if (min == 0 && max < 0) return quoted(Rx::star(string_char()));
+  // Bounded strings unroll one copy per character: use the spellings compact serializers emit
+  // (raw characters, short escapes, \u00XX for control characters), a subset with a third of
+  // the rules.
+  const Rx raw = Rx::cls(subtract_ranges({{0, kMaxCodepoint}}, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
+  const Rx short_escape = Rx::seq({Rx::lit("\\"), Rx::cls({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'},
+                                                          {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}})});
+  const Rx control = Rx::seq({Rx::lit("\\u00"), c('0', '1'), hex()});
+  return quoted(Rx::rep(Rx::alt({raw, short_escape, control}), min, max));
+}
 
 Rx integer() {
   return Rx::seq({Rx::opt(Rx::lit("-")),

@@ -34,7 +34,7 @@ FlatGrammar FlatGrammar::from(const Grammar& g) {
   return f;
 }
 
-PdaArena::PdaArena(const FlatGrammar& g) : g_(g) {
+PdaArena::PdaArena(const FlatGrammar& g, bool dense) : g_(g), dense_(dense) {
   nodes_.push_back({0, 0, 0});  // node 0: the bottom of every stack
   states_.push_back({});        // state 0: dead
   state_next_.push_back(UINT32_MAX);
@@ -135,8 +135,11 @@ uint32_t PdaArena::resume(uint32_t pos, uint32_t parent) {
 uint32_t PdaArena::step(uint32_t s, uint8_t b) {
   if (s == kDeadState) return kDeadState;
   const uint64_t key = (uint64_t{s} << 8) | b;
-  auto it = steps_.find(key);
-  if (it != steps_.end()) return it->second;
+  if (dense_) {
+    if (key < dense_steps_.size() && dense_steps_[key] != UINT32_MAX) return dense_steps_[key];
+  } else if (auto it = steps_.find(key); it != steps_.end()) {
+    return it->second;
+  }
   work_.clear();
   for (uint32_t n : states_[s].nodes) {
     const uint32_t q = nodes_[n].pos;
@@ -145,7 +148,12 @@ uint32_t PdaArena::step(uint32_t s, uint8_t b) {
     }
   }
   const uint32_t r = work_.empty() ? kDeadState : closure(work_);
-  steps_.emplace(key, r);
+  if (dense_) {
+    if (dense_steps_.size() < states_.size() * 256) dense_steps_.resize(states_.size() * 256 * 2, UINT32_MAX);
+    dense_steps_[key] = r;
+  } else {
+    steps_.emplace(key, r);
+  }
   return r;
 }
 
