@@ -1,5 +1,6 @@
 // Objects and arrays of the JSON Schema compiler (json_schema_compiler.h).
 #include <algorithm>
+#include <array>
 #include <map>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -209,8 +210,16 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
 uint32_t SchemaCompiler::key_not_in(const std::vector<std::string>& names) {
   // States are the trie nodes of the names; leaving the trie goes to `free` (any raw content).
   const CodepointRanges raw = subtract_ranges({{0, kMaxCodepoint}}, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}});
-  const uint32_t free = lower_lexeme(b_, Rx::seq({Rx::star(Rx::cls(raw)), Rx::lit("\"")}), end_);
-  const uint32_t non_ascii = lower_rx(b_, Rx::cls(subtract_ranges(raw, {{0, 0x7F}})), free);
+  const Rx rest = Rx::seq({Rx::star(Rx::cls(raw)), Rx::lit("\"")});
+  const uint32_t free = lower_lexeme(b_, rest, end_);
+  // Leaving the names' trie: one lexeme per first byte (and one for non-ASCII characters),
+  // shared by all grammars, so that no per-grammar position has a mask over most tokens.
+  const uint32_t non_ascii = lower_lexeme(b_, Rx::seq({Rx::cls(subtract_ranges(raw, {{0, 0x7F}})), rest}), end_);
+  std::array<uint32_t, 128> leave{};
+  for (int c = 0x20; c < 0x80; ++c) {
+    if (c == '"' || c == '\\') continue;
+    leave[c] = lower_lexeme(b_, Rx::seq({Rx::lit(std::string(1, static_cast<char>(c))), rest}), end_);
+  }
   std::vector<std::string> sorted;
   for (const std::string& n : names) {
     const bool plain = std::all_of(n.begin(), n.end(), [](char c) {
@@ -244,11 +253,9 @@ uint32_t SchemaCompiler::key_not_in(const std::vector<std::string>& names) {
     if (!std::binary_search(sorted.begin(), sorted.end(), p)) {
       b_.add_alt(r, {Element::of(ByteSet::of('"')), Element::ref(end_)});
     }
-    ByteSet other;
     for (int b = 0x20; b < 0x80; ++b) {
-      if (b != '"' && b != '\\' && !children.test(static_cast<uint8_t>(b))) other.set(static_cast<uint8_t>(b));
+      if (b != '"' && b != '\\' && !children.test(static_cast<uint8_t>(b))) b_.add_alt(r, {Element::ref(leave[b])});
     }
-    b_.add_alt(r, {Element::of(other), Element::ref(free)});
     b_.add_alt(r, {Element::ref(non_ascii)});
     it->second = r;
   }
