@@ -63,7 +63,10 @@ Rx decimal_range(uint64_t l, bool l_excl, std::optional<uint64_t> h, bool h_excl
     alts.push_back(Rx::seq({natural_range(low_int, *h - 1), frac_opt}));  // I < H: any fraction
   }
   if (l_excl && (!h || l < *h)) alts.push_back(Rx::seq({Rx::lit(std::to_string(l)), frac_nonzero}));
-  if (h && !h_excl && (*h > l || (*h == l && !l_excl))) alts.push_back(Rx::lit(std::to_string(*h)));
+  if (h && !h_excl && (*h > l || (*h == l && !l_excl))) {
+    alts.push_back(Rx::seq({Rx::lit(std::to_string(*h)),
+                            Rx::opt(Rx::seq({Rx::lit("."), Rx::rep(Rx::lit("0"), 1, -1)}))}));
+  }
   return Rx::alt(std::move(alts));
 }
 

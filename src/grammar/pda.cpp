@@ -73,9 +73,10 @@ uint32_t PdaArena::closure(std::vector<uint64_t>& work) {
   State out;
   visited_.clear();
   big_visited_.clear();
-  while (!work.empty()) {
-    const uint64_t item = work.back();
-    work.pop_back();
+  // Breadth first, so that when a pathological state is cut off the nearest alternatives
+  // (e.g. the next few optional properties of a huge object) are the ones kept.
+  for (size_t next = 0; next < work.size(); ++next) {
+    const uint64_t item = work[next];
     // Items are few in practice; a linear scan beats hashing until the set grows.
     if (visited_.size() < 64) {
       if (std::find(visited_.begin(), visited_.end(), item) != visited_.end()) continue;
