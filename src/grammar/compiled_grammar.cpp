@@ -8,23 +8,49 @@ constexpr size_t kSparseLimit = 1024;
 
 }  // namespace
 
-CompiledGrammar::CompiledGrammar(std::shared_ptr<const VocabBytes> vocab, const Grammar& g)
+std::shared_ptr<LexemeMaskCache::Entry> LexemeMaskCache::entry(const std::string& signature) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() > 100000) entries_.clear();  // bound; grammars keep their entries alive
+  auto& e = entries_[signature];
+  if (!e) e = std::make_shared<Entry>();
+  return e;
+}
+
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const VocabBytes> vocab, const Grammar& g,
+                                 LexemeMaskCache* lexeme_cache)
     : vocab_(std::move(vocab)), flat_(FlatGrammar::from(g)), masks_(flat_.pos.size()) {
   for (auto& m : masks_) m.store(nullptr, std::memory_order_relaxed);
+  if (lexeme_cache != nullptr) {
+    for (const std::string& sig : g.lexemes) lexemes_.push_back(lexeme_cache->entry(sig));
+  }
 }
 
 const PositionMask& CompiledGrammar::position_mask(uint32_t pos) const {
   if (const PositionMask* m = masks_[pos].load(std::memory_order_acquire)) return *m;
-  std::unique_ptr<PositionMask> fresh = compute(pos);  // outside the lock: may run twice
+  const uint32_t lex = flat_.pos_lexeme[pos];
+  LexemeMaskCache::Entry* entry = lex < lexemes_.size() ? lexemes_[lex].get() : nullptr;
+  std::shared_ptr<const PositionMask> mask;
+  if (entry != nullptr) {
+    std::lock_guard<std::mutex> lock(entry->mu);
+    auto it = entry->masks.find(flat_.pos_key[pos]);
+    if (it != entry->masks.end()) mask = it->second;
+  }
+  if (!mask) {
+    mask = compute(pos);  // outside the locks: may run twice, with equal results
+    if (entry != nullptr) {
+      std::lock_guard<std::mutex> lock(entry->mu);
+      entry->masks.emplace(flat_.pos_key[pos], mask);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (const PositionMask* m = masks_[pos].load(std::memory_order_acquire)) return *m;
-  masks_[pos].store(fresh.get(), std::memory_order_release);
-  owned_.push_back(std::move(fresh));
+  masks_[pos].store(mask.get(), std::memory_order_release);
+  owned_.push_back(std::move(mask));
   return *owned_.back();
 }
 
 std::unique_ptr<PositionMask> CompiledGrammar::compute(uint32_t pos) const {
-  PdaArena arena(flat_);
+  PdaArena arena(flat_, /*dense=*/true);
   const uint32_t start = arena.resume(pos, kBottom);
   const TokenTrie& trie = vocab_->trie;
   const auto& nodes = trie.nodes();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -36,9 +37,26 @@ struct PositionMask {
   TokenTrie uncertain;           ///< suffix after leaving the frame -> token ids
 };
 
+/// Position masks of lexemes, shared by every grammar of one compiler: a lexeme's masks depend
+/// only on the lexeme (its signature), not on the grammar around it.
+class LexemeMaskCache {
+ public:
+  struct Entry {
+    std::mutex mu;
+    std::unordered_map<uint64_t, std::shared_ptr<const PositionMask>> masks;  // by pos_key
+  };
+  /// The entry for `signature` (created on first use). Thread-safe.
+  std::shared_ptr<Entry> entry(const std::string& signature);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Entry>> entries_;
+};
+
 class CompiledGrammar {
  public:
-  CompiledGrammar(std::shared_ptr<const VocabBytes> vocab, const Grammar& g);
+  CompiledGrammar(std::shared_ptr<const VocabBytes> vocab, const Grammar& g,
+                  LexemeMaskCache* lexeme_cache);
 
   const FlatGrammar& flat() const { return flat_; }
   const VocabBytes& vocab() const { return *vocab_; }
@@ -50,9 +68,10 @@ class CompiledGrammar {
 
   std::shared_ptr<const VocabBytes> vocab_;
   FlatGrammar flat_;
+  std::vector<std::shared_ptr<LexemeMaskCache::Entry>> lexemes_;  // by lexeme id
   mutable std::mutex mu_;
   mutable std::vector<std::atomic<const PositionMask*>> masks_;
-  mutable std::vector<std::unique_ptr<PositionMask>> owned_;
+  mutable std::vector<std::shared_ptr<const PositionMask>> owned_;
 };
 
 }  // namespace novaserve::grammar

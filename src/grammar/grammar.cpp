@@ -19,13 +19,15 @@ namespace {
 constexpr size_t kMaxCachedGrammars = 512;
 
 uint64_t spec_hash(const GrammarSpec& s) {
-  size_t h = std::hash<std::string>()(s.text) ^ (static_cast<size_t>(s.kind) * 0x9e3779b97f4a7c15);
+  size_t h = std::hash<std::string>()(s.text) ^ (static_cast<size_t>(s.kind) * 0x9e3779b97f4a7c15) ^
+             (s.allow_unlisted_properties ? 0x5bd1e995 : 0);
   for (const std::string& c : s.choices) h = h * 1099511628211ULL ^ std::hash<std::string>()(c);
   return h;
 }
 
 bool same_spec(const GrammarSpec& a, const GrammarSpec& b) {
-  return a.kind == b.kind && a.text == b.text && a.choices == b.choices;
+  return a.kind == b.kind && a.text == b.text && a.choices == b.choices &&
+         a.allow_unlisted_properties == b.allow_unlisted_properties;
 }
 
 Result<Grammar> choice_grammar(const std::vector<std::string>& choices) {
@@ -42,7 +44,7 @@ Result<Grammar> build(const GrammarSpec& spec) {
     case GrammarSpec::Kind::kJsonObject:
       return json_object_grammar();
     case GrammarSpec::Kind::kJsonSchema:
-      return json_schema_grammar(spec.text);
+      return json_schema_grammar(spec.text, {.allow_unlisted_properties = spec.allow_unlisted_properties});
     case GrammarSpec::Kind::kGbnf:
       return parse_gbnf(spec.text);
     case GrammarSpec::Kind::kRegex:
@@ -57,6 +59,7 @@ Result<Grammar> build(const GrammarSpec& spec) {
 
 struct GrammarCompiler::Impl {
   std::shared_ptr<const VocabBytes> vocab;
+  LexemeMaskCache lexeme_masks;
   std::mutex mu;
   std::unordered_map<uint64_t, std::vector<std::pair<GrammarSpec, CompiledGrammarPtr>>> cache;
   size_t cached = 0;
@@ -80,6 +83,7 @@ GrammarCompiler::GrammarCompiler(const Vocab& vocab, int32_t eos_id,
   for (int32_t id = 0; id < v->vocab_size; ++id) {
     if (v->is_stop[id]) continue;
     v->pieces[id] = vocab_token_piece(vocab, id);
+    if (v->pieces[id].size() > kMaxTokenBytes) v->pieces[id].clear();  // see kMaxTokenBytes
     if (!v->pieces[id].empty()) entries.push_back({v->pieces[id], id});
   }
   v->trie = TokenTrie(std::move(entries));
@@ -107,7 +111,7 @@ Result<CompiledGrammarPtr> GrammarCompiler::compile(const GrammarSpec& spec) {
   try {
     auto g = build(spec);
     if (!g.ok()) return g.error();
-    compiled = std::make_shared<const CompiledGrammar>(impl_->vocab, g.value());
+    compiled = std::make_shared<const CompiledGrammar>(impl_->vocab, g.value(), &impl_->lexeme_masks);
   } catch (const std::bad_alloc&) {
     return Err(ErrorCode::kInvalidInput, "grammar too large (out of memory while compiling)");
   }

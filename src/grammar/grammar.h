@@ -28,6 +28,11 @@ struct GrammarSpec {
   Kind kind = Kind::kJsonObject;
   std::string text;                  ///< schema JSON text, GBNF source or regex
   std::vector<std::string> choices;  ///< kChoice only
+  /// kJsonSchema: where `additionalProperties` is absent, true or a schema, also allow keys that
+  /// `properties` does not list, after the listed ones (exactly what the schema allows, in that
+  /// order). False (default): emit listed properties only, a subset of the valid objects that
+  /// keeps small models from inventing keys. additionalProperties:false is always honoured.
+  bool allow_unlisted_properties = false;
 };
 
 class CompiledGrammar;

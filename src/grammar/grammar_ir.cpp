@@ -24,6 +24,24 @@ uint32_t GrammarBuilder::rule_of(std::string name, std::vector<Seq> alts) {
   return r;
 }
 
+uint32_t* GrammarBuilder::find_lexeme(const std::string& signature) {
+  auto it = lexeme_entry_.find(signature);
+  return it == lexeme_entry_.end() ? nullptr : &it->second;
+}
+
+void GrammarBuilder::add_lexeme(const std::string& signature, uint32_t first, uint32_t end,
+                                uint32_t entry) {
+  if (overflow_) return;
+  const uint32_t id = static_cast<uint32_t>(lexemes_.size());
+  lexemes_.push_back(signature);
+  lexeme_entry_.emplace(signature, entry);
+  for (uint32_t r = first; r < end && r < rules_.size(); ++r) {
+    rules_[r].lexeme = id;
+    const uint32_t t = rules_[r].twin;
+    rules_[r].lexeme_rule = t >= first && t < r ? rules_[t].lexeme_rule : r - first;
+  }
+}
+
 Seq GrammarBuilder::literal(std::string_view text) {
   Seq s;
   s.reserve(text.size());
@@ -199,6 +217,8 @@ Result<Grammar> finish_grammar(std::vector<Rule> rules, uint32_t root) {
   for (size_t i = 0; i < order.size(); ++i) {
     Rule& src = rules[order[i]];
     g.rules[i].name = std::move(src.name);
+    g.rules[i].lexeme = src.lexeme;
+    g.rules[i].lexeme_rule = src.lexeme_rule;
     for (Seq& alt : src.alts) {
       bool ok = true;
       for (const Element& e : alt) ok = ok && (e.is_rule ? productive[e.rule] : !e.bytes.empty());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/result.h"
@@ -38,7 +39,18 @@ using Seq = std::vector<Element>;
 struct Rule {
   std::string name;
   std::vector<Seq> alts;
+  /// Rules of a lexeme (a closed right-linear automaton, see lower_lexeme) carry its id and
+  /// their index in it, so that token masks of its positions can be shared across grammars.
+  uint32_t lexeme = UINT32_MAX;
+  uint32_t lexeme_rule = 0;
+  /// An earlier rule of the same lexeme with the same token masks (a later copy of a bounded
+  /// repetition, see lower_rx); UINT32_MAX when none.
+  uint32_t twin = UINT32_MAX;
 };
+
+/// Token pieces longer than this many bytes are never allowed by a grammar (their masks would
+/// otherwise depend on more repetition copies); compact JSON never needs them.
+inline constexpr size_t kMaxTokenBytes = 64;
 
 /// Limits that keep compilation bounded on hostile inputs.
 inline constexpr size_t kMaxGrammarElements = 4'000'000;
@@ -75,8 +87,16 @@ class GrammarBuilder {
   bool overflow() const { return overflow_; }
   std::vector<Rule> take_rules() { return std::move(rules_); }
 
+  /// Lexeme table: signature -> entry rule, and signatures by lexeme id.
+  uint32_t* find_lexeme(const std::string& signature);
+  /// Registers rules [first, end) as lexeme `signature` entered at `entry`.
+  void add_lexeme(const std::string& signature, uint32_t first, uint32_t end, uint32_t entry);
+  std::vector<std::string> take_lexemes() { return std::move(lexemes_); }
+
  private:
   std::vector<Rule> rules_;
+  std::vector<std::string> lexemes_;
+  std::unordered_map<std::string, uint32_t> lexeme_entry_;
   size_t elements_ = 0;
   bool overflow_ = false;
 };
@@ -88,6 +108,7 @@ inline void append(Seq& a, const Seq& b) { a.insert(a.end(), b.begin(), b.end())
 struct Grammar {
   std::vector<Rule> rules;
   uint32_t root = 0;
+  std::vector<std::string> lexemes;  ///< signature per lexeme id (see Rule::lexeme)
 };
 
 /// Validates and simplifies `rules` (root `root`): drops unreachable rules and alternatives that

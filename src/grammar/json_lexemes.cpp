@@ -63,7 +63,10 @@ Rx decimal_range(uint64_t l, bool l_excl, std::optional<uint64_t> h, bool h_excl
     alts.push_back(Rx::seq({natural_range(low_int, *h - 1), frac_opt}));  // I < H: any fraction
   }
   if (l_excl && (!h || l < *h)) alts.push_back(Rx::seq({Rx::lit(std::to_string(l)), frac_nonzero}));
-  if (h && !h_excl && (*h > l || (*h == l && !l_excl))) alts.push_back(Rx::lit(std::to_string(*h)));
+  if (h && !h_excl && (*h > l || (*h == l && !l_excl))) {
+    alts.push_back(Rx::seq({Rx::lit(std::to_string(*h)),
+                            Rx::opt(Rx::seq({Rx::lit("."), Rx::rep(Rx::lit("0"), 1, -1)}))}));
+  }
   return Rx::alt(std::move(alts));
 }
 
@@ -88,7 +91,17 @@ Rx string_char() {
 
 Rx quoted(Rx content) { return Rx::seq({Rx::lit("\""), std::move(content), Rx::lit("\"")}); }
 
-Rx string(int64_t min, int64_t max) { return quoted(Rx::rep(string_char(), min, max)); }
+Rx string(int64_t min, int64_t max) {
+  if (min == 0 && max < 0) return quoted(Rx::star(string_char()));
+  // Bounded strings unroll one copy per character: use the spellings compact serializers emit
+  // (raw characters, short escapes, \u00XX for control characters), a subset with a third of
+  // the rules.
+  const Rx raw = Rx::cls(subtract_ranges({{0, kMaxCodepoint}}, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
+  const Rx short_escape = Rx::seq({Rx::lit("\\"), Rx::cls({{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'},
+                                                          {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}})});
+  const Rx control = Rx::seq({Rx::lit("\\u00"), c('0', '1'), hex()});
+  return quoted(Rx::rep(Rx::alt({raw, short_escape, control}), min, max));
+}
 
 Rx integer() {
   return Rx::seq({Rx::opt(Rx::lit("-")),

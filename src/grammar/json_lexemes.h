@@ -17,7 +17,9 @@ namespace novaserve::grammar::json_rx {
 /// \ and U+0000..U+001F, or an escape (\" \\ \/ \b \f \n \r \t, \uXXXX for a non-surrogate,
 /// a \uD8xx\uDCxx surrogate pair). Counts as one character for minLength/maxLength.
 Rx string_char();
-/// A quoted JSON string of min..max characters (max < 0: unbounded).
+/// A quoted JSON string of min..max characters (max < 0: unbounded). Bounded strings accept the
+/// spellings compact serializers produce: raw characters, short escapes and \u00XX for control
+/// characters (not \uXXXX for others), a subset.
 Rx string(int64_t min, int64_t max);
 /// `content` between quotes.
 Rx quoted(Rx content);

@@ -9,6 +9,7 @@
 
 #include "grammar/grammar_ir.h"
 #include "grammar/json_schema_doc.h"
+#include "grammar/json_schema_grammar.h"
 #include "grammar/json_value_grammar.h"
 #include "grammar/regex_ast.h"
 
@@ -23,7 +24,8 @@ inline std::string child(const std::string& at, std::string_view k) { return at 
 
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(Json root) : doc_(std::move(root)), values_(b_) {}
+  SchemaCompiler(Json root, const JsonSchemaOptions& opt)
+      : opt_(opt), doc_(std::move(root)), values_(b_) {}
   Result<Grammar> run();
 
  private:
@@ -32,7 +34,7 @@ class SchemaCompiler {
     b_.add_alt(r, {Element::ref(target)});
     return {};
   }
-  Status lexeme(uint32_t r, const Rx& rx) { return alt_rule(r, lower_rx(b_, rx, end_)); }
+  Status lexeme(uint32_t r, const Rx& rx) { return alt_rule(r, lower_lexeme(b_, rx, end_)); }
   Status body(uint32_t r, const Json& s, const std::string& at, int depth);
   Status alternatives(uint32_t r, const Json& s, const char* key, const std::string& at, int depth);
   Status enumeration(uint32_t r, const Json& s, const std::string& at);
@@ -43,6 +45,13 @@ class SchemaCompiler {
   /// Rule for a property-value or item schema given as JSON (true when absent).
   Result<uint32_t> sub(const Json& parent, const char* key, const std::string& at, int depth);
 
+  /// Keys other than `names` (raw JSON string content, so that equal text means an equal key),
+  /// quoted; names with characters JSON escapes are never produced anyway.
+  uint32_t key_not_in(const std::vector<std::string>& names);
+  /// True when no object this grammar emits for `a` satisfies `b` (oneOf exclusivity).
+  bool emitted_excludes(const Json& a, const Json& b);
+
+  JsonSchemaOptions opt_;
   GrammarBuilder b_;
   SchemaDoc doc_;
   JsonValueGrammar values_;

@@ -1,5 +1,7 @@
 // Objects and arrays of the JSON Schema compiler (json_schema_compiler.h).
 #include <algorithm>
+#include <array>
+#include <map>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -66,7 +68,7 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
     if (patterns.size() == 1) {
       auto rx = parse_regex(patterns.begin().key(), {.json_string_content = true, .search = true});
       if (!rx.ok()) return unsupported("patternProperties", at, rx.error().message);
-      key = lower_rx(b_, json_rx::quoted(rx.value()), end_);
+      key = lower_lexeme(b_, json_rx::quoted(rx.value()), end_);
       auto v = value(&patterns.begin().value(), child(child(at, "patternProperties"), patterns.begin().key()), depth + 1);
       if (!v.ok()) return v.error();
       val = v.value();
@@ -121,6 +123,32 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
       if (m.value()) p.schema = doc_.own(Json{{"allOf", Json::array({*p.schema, ps})}});
     }
   }
+  // dependencies / dependentRequired (array form): a member is emitted only with its
+  // dependencies, so make them required whenever it is; a dependency that is not listed drops
+  // the member (subset) unless the member is required (then refuse).
+  for (const char* k : {"dependencies", "dependentRequired"}) {
+    if (!s.contains(k)) continue;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& [name, deps] : s[k].items()) {
+        auto it = std::find_if(list.begin(), list.end(), [&](const Prop& p) { return p.name == name; });
+        if (it == list.end()) continue;
+        for (const Json& d : deps) {
+          if (!d.is_string()) return unsupported(k, at);
+          auto dep = std::find_if(list.begin(), list.end(), [&](const Prop& p) { return p.name == d.get<std::string>(); });
+          if (dep == list.end()) {
+            if (it->required) return unsupported(k, at, "dependency not in properties");
+            list.erase(it);
+            changed = true;
+            break;
+          }
+          if (it->required && !dep->required) dep->required = changed = true;
+          if (!it->required && !dep->required) dep->required = changed = true;
+        }
+        if (changed) break;
+      }
+    }
+  }
   // min/maxProperties: emit a subset of the allowed objects: drop or require optional members.
   int64_t n_required = std::count_if(list.begin(), list.end(), [](const Prop& p) { return p.required; });
   if (max_props >= 0 && n_required > max_props) return {};
@@ -142,6 +170,24 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
   }
   b_.add_alt(t[n][0], {});
   b_.add_alt(t[n][1], {});
+  // Unlisted keys (option): after the listed ones, any key none of them names.
+  const bool extras = opt_.allow_unlisted_properties && !extra_false && patterns.empty() &&
+                      max_props < 0;
+  if (extras) {
+    std::vector<std::string> names;
+    for (const Prop& p : list) names.push_back(p.name);
+    auto v = extra->is_boolean() ? Result<uint32_t>(values_.any_value()) : value(extra, child(at, "additionalProperties"), depth + 1);
+    if (!v.ok()) return v.error();
+    const uint32_t key = key_not_in(names);
+    for (int c = 0; c < 2; ++c) {
+      Seq m = c ? GrammarBuilder::literal(",") : Seq{};
+      m.push_back(Element::ref(key));
+      m.push_back(Element::of(ByteSet::of(':')));
+      m.push_back(Element::ref(v.value()));
+      m.push_back(Element::ref(t[n][1]));
+      b_.add_alt(t[n][c], std::move(m));
+    }
+  }
   for (size_t i = n; i-- > 0;) {
     auto v = value(list[i].schema, list[i].at, depth + 1);
     if (!v.ok()) return v.error();
@@ -159,6 +205,81 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
   append(obj, GrammarBuilder::literal("}"));
   b_.add_alt(r, std::move(obj));
   return {};
+}
+
+uint32_t SchemaCompiler::key_not_in(const std::vector<std::string>& names) {
+  // States are the trie nodes of the names; leaving the trie goes to `free` (any raw content).
+  const CodepointRanges raw = subtract_ranges({{0, kMaxCodepoint}}, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}});
+  const Rx rest = Rx::seq({Rx::star(Rx::cls(raw)), Rx::lit("\"")});
+  const uint32_t free = lower_lexeme(b_, rest, end_);
+  // Leaving the names' trie: one lexeme per first byte (and one for non-ASCII characters),
+  // shared by all grammars, so that no per-grammar position has a mask over most tokens.
+  const uint32_t non_ascii = lower_lexeme(b_, Rx::seq({Rx::cls(subtract_ranges(raw, {{0, 0x7F}})), rest}), end_);
+  std::array<uint32_t, 128> leave{};
+  for (int c = 0x20; c < 0x80; ++c) {
+    if (c == '"' || c == '\\') continue;
+    leave[c] = lower_lexeme(b_, Rx::seq({Rx::lit(std::string(1, static_cast<char>(c))), rest}), end_);
+  }
+  std::vector<std::string> sorted;
+  for (const std::string& n : names) {
+    const bool plain = std::all_of(n.begin(), n.end(), [](char c) {
+      return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x80 && c != '"' && c != '\\';
+    });
+    if (plain) sorted.push_back(n);  // other names cannot be spelled with raw ASCII anyway
+  }
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  // The automaton depends only on the names: register it as a lexeme so that its masks are
+  // shared by every grammar that excludes the same names.
+  std::string signature = "key-not-in";
+  for (const std::string& n : sorted) signature += ":" + std::to_string(n.size()) + ":" + n;
+  if (uint32_t* entry = b_.find_lexeme(signature)) return *entry;
+  const uint32_t first = static_cast<uint32_t>(b_.rule_count());
+  // state(prefix) for every prefix of the names, built from the longest down.
+  std::map<std::string, uint32_t> state;
+  for (const std::string& n : sorted) {
+    for (size_t l = 0; l <= n.size(); ++l) state.emplace(n.substr(0, l), 0);
+  }
+  for (auto it = state.rbegin(); it != state.rend(); ++it) {
+    const std::string& p = it->first;
+    const uint32_t r = b_.new_rule("key");
+    ByteSet children;
+    for (auto c = state.upper_bound(p); c != state.end() && c->first.starts_with(p); ++c) {
+      if (c->first.size() != p.size() + 1) continue;
+      const uint8_t b = static_cast<uint8_t>(c->first.back());
+      children.set(b);
+      b_.add_alt(r, {Element::of(ByteSet::of(b)), Element::ref(c->second)});
+    }
+    if (!std::binary_search(sorted.begin(), sorted.end(), p)) {
+      b_.add_alt(r, {Element::of(ByteSet::of('"')), Element::ref(end_)});
+    }
+    for (int b = 0x20; b < 0x80; ++b) {
+      if (b != '"' && b != '\\' && !children.test(static_cast<uint8_t>(b))) b_.add_alt(r, {Element::ref(leave[b])});
+    }
+    b_.add_alt(r, {Element::ref(non_ascii)});
+    it->second = r;
+  }
+  const uint32_t entry =
+      b_.rule_of("key", {{Element::of(ByteSet::of('"')), Element::ref(sorted.empty() ? free : state[""])}});
+  b_.add_lexeme(signature, first, static_cast<uint32_t>(b_.rule_count()), entry);
+  return entry;
+}
+
+bool SchemaCompiler::emitted_excludes(const Json& a, const Json& b) {
+  // Objects emitted for `a` carry only a's listed keys (unless unlisted keys are allowed), so a
+  // key `b` requires that `a` never emits rules them out.
+  if (!a.is_object() || !b.is_object() || type_bits(a) != 4 || a.contains("patternProperties")) return false;
+  if (!a.contains("properties") && !a.contains("required")) return false;  // generic object
+  const bool closed = a.contains("additionalProperties") && a["additionalProperties"] == false;
+  if (opt_.allow_unlisted_properties && !closed) return false;
+  const Json& props = a.contains("properties") ? a["properties"] : kEmptyObject;
+  if (!b.contains("required") || !b["required"].is_array()) return false;
+  for (const Json& k : b["required"]) {
+    if (!k.is_string() || props.contains(k.get<std::string>())) continue;
+    const Json& ra = a.value("required", Json::array());
+    if (std::find(ra.begin(), ra.end(), k) == ra.end()) return true;
+  }
+  return false;
 }
 
 Status SchemaCompiler::array(uint32_t r, const Json& s, const std::string& at, int depth) {

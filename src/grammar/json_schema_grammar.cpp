@@ -40,6 +40,7 @@ Result<Grammar> SchemaCompiler::run() {
     if (!root.ok()) return root.error();
     if (b_.overflow()) return Err(ErrorCode::kInvalidInput, "schema too large: grammar size limit exceeded");
     auto g = finish_grammar(b_.take_rules(), root.value());
+    if (g.ok()) g.value().lexemes = b_.take_lexemes();
     if (!g.ok() && g.error().message.starts_with("unsatisfiable")) {
       return Err(ErrorCode::kInvalidInput, "unsatisfiable schema: no JSON value satisfies it");
     }
@@ -64,7 +65,24 @@ Result<Grammar> SchemaCompiler::run() {
   Status SchemaCompiler::body(uint32_t r, const Json& s, const std::string& at, int depth) {
     if (s.is_boolean()) return s.get<bool>() ? alt_rule(r, values_.any_value()) : Status{};
     if (!s.is_object()) return Err(ErrorCode::kInvalidInput, "schema at " + at + " is not an object or boolean");
-    for (const char* k : {"not", "if", "dependencies", "dependentRequired", "dependentSchemas",
+    const bool is_listed_object = s.contains("properties") || s.contains("required");
+    for (const char* k : {"dependencies", "dependentRequired"}) {
+      // Array form on listed properties is enforced by requiring the dependencies (a subset);
+      // schema form and other objects are refused.
+      if (!s.contains(k)) continue;
+      if (!is_listed_object || !s[k].is_object()) return unsupported(k, at);
+      for (const auto& [name, deps] : s[k].items()) {
+        if (!deps.is_array()) return unsupported(k, at, "schema dependencies");
+      }
+    }
+    unsigned not_bits = 0;
+    if (s.contains("not")) {
+      // Only type exclusions: {"not": {"type": ...}}, {"not": {}} and boolean forms.
+      const Json& n = s["not"];
+      if (!(n.is_boolean() || (n.is_object() && !has_assertions(n, {"type"})))) return unsupported("not", at);
+      not_bits = type_bits(n);
+    }
+    for (const char* k : {"if", "dependentRequired", "dependentSchemas",
                           "propertyNames", "unevaluatedProperties", "unevaluatedItems", "contains",
                           "$dynamicRef", "$recursiveRef", "minContains", "maxContains"}) {
       if (s.contains(k)) return unsupported(k, at);
@@ -72,8 +90,12 @@ Result<Grammar> SchemaCompiler::run() {
     const bool any_of = s.contains("anyOf"), one_of = s.contains("oneOf");
     if (any_of && one_of) return unsupported("oneOf", at, "together with anyOf");
     if (any_of || one_of) return alternatives(r, s, any_of ? "anyOf" : "oneOf", at, depth);
-    if (s.contains("enum") || s.contains("const")) return enumeration(r, s, at);
-    const unsigned bits = type_bits(s);
+    if (s.contains("enum") || s.contains("const")) {
+      if (not_bits != 0) return unsupported("not", at, "with enum");
+      return enumeration(r, s, at);
+    }
+    const unsigned bits = type_bits(s) & ~not_bits;
+    if ((bits & 64) && !(bits & 32)) return unsupported("not", at, "non-integral numbers only");
     if (bits & 1) b_.add_alt(r, GrammarBuilder::literal("null"));
     if (bits & 2) {
       b_.add_alt(r, GrammarBuilder::literal("true"));
@@ -119,7 +141,9 @@ Result<Grammar> SchemaCompiler::run() {
       for (size_t i = 0; i < branches.size(); ++i) {
         for (size_t j = i + 1; j < branches.size(); ++j) {
           auto a = doc_.normalize(branches[i], at), c = doc_.normalize(branches[j], at);
-          if (!a.ok() || !c.ok() || !doc_.disjoint(*a.value(), *c.value())) {
+          if (!a.ok() || !c.ok() ||
+              !(doc_.disjoint(*a.value(), *c.value()) ||
+                (emitted_excludes(*a.value(), *c.value()) && emitted_excludes(*c.value(), *a.value())))) {
             return unsupported("oneOf", at, "branches " + std::to_string(i) + " and " + std::to_string(j) +
                                                 " are not provably exclusive");
           }
@@ -210,8 +234,11 @@ Result<Grammar> SchemaCompiler::run() {
     if (s.contains("minLength") && s["minLength"].is_number()) min = static_cast<int64_t>(std::ceil(s["minLength"].get<double>()));
     if (s.contains("maxLength") && s["maxLength"].is_number()) max = static_cast<int64_t>(std::floor(s["maxLength"].get<double>()));
     if (max >= 0 && max < min) return Status{};
-    if (min > kMaxStringLength || max > kMaxStringLength) {
-      return unsupported(min > kMaxStringLength ? "minLength" : "maxLength", at, "over " + std::to_string(kMaxStringLength));
+    // A maxLength over the unrolling limit is lowered to the limit: shorter strings are a
+    // subset of the valid ones.
+    if (max > kMaxStringLength) max = kMaxStringLength;
+    if (min > kMaxStringLength) {
+      return unsupported("minLength", at, "over " + std::to_string(kMaxStringLength));
     }
     const bool bounded = min > 0 || max >= 0;
     std::optional<Rx> content;
@@ -230,11 +257,11 @@ Result<Grammar> SchemaCompiler::run() {
     return lexeme(r, content ? json_rx::quoted(*content) : json_rx::string(min, max));
   }
 
-Result<Grammar> json_schema_grammar(std::string_view schema_text) {
+Result<Grammar> json_schema_grammar(std::string_view schema_text, const JsonSchemaOptions& opt) {
   Json root = Json::parse(schema_text, nullptr, false);
   if (root.is_discarded()) return Err(ErrorCode::kInvalidInput, "schema is not valid JSON");
   try {
-    return SchemaCompiler(std::move(root)).run();
+    return SchemaCompiler(std::move(root), opt).run();
   } catch (const nlohmann::json::exception& e) {
     return Err(ErrorCode::kInvalidInput, std::string("malformed schema: ") + e.what());
   }

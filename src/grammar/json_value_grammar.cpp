@@ -10,8 +10,8 @@ void JsonValueGrammar::build() {
   if (built_) return;
   built_ = true;
   const uint32_t end = end_rule(b_);
-  string_ = lower_rx(b_, json_rx::string(0, -1), end);
-  number_ = lower_rx(b_, json_rx::number(), end);
+  string_ = lower_lexeme(b_, json_rx::string(0, -1), end);
+  number_ = lower_lexeme(b_, json_rx::number(), end);
   value_ = b_.new_rule("value");
   object_ = b_.new_rule("object");
   array_ = b_.new_rule("array");
@@ -58,7 +58,9 @@ Result<Grammar> json_object_grammar() {
   GrammarBuilder b;
   JsonValueGrammar v(b);
   const uint32_t root = v.any_object();
-  return finish_grammar(b.take_rules(), root);
+  auto g = finish_grammar(b.take_rules(), root);
+  if (g.ok()) g.value().lexemes = b.take_lexemes();
+  return g;
 }
 
 }  // namespace novaserve::grammar

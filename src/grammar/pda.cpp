@@ -11,8 +11,13 @@ FlatGrammar FlatGrammar::from(const Grammar& g) {
   std::map<std::array<uint64_t, 4>, uint32_t> class_ids;
   f.rule_alts.push_back(0);
   for (const Rule& r : g.rules) {
-    for (const Seq& alt : r.alts) {
+    for (size_t a = 0; a < r.alts.size(); ++a) {
+      const Seq& alt = r.alts[a];
       f.alt_pos.push_back(static_cast<uint32_t>(f.pos.size()));
+      for (size_t i = 0; i <= alt.size(); ++i) {
+        f.pos_lexeme.push_back(r.lexeme);
+        f.pos_key.push_back((uint64_t{r.lexeme_rule} << 32) | (uint64_t{a} << 20) | i);
+      }
       for (const Element& e : alt) {
         if (e.is_rule) {
           f.pos.push_back({kRule, e.rule});
@@ -29,7 +34,7 @@ FlatGrammar FlatGrammar::from(const Grammar& g) {
   return f;
 }
 
-PdaArena::PdaArena(const FlatGrammar& g) : g_(g) {
+PdaArena::PdaArena(const FlatGrammar& g, bool dense) : g_(g), dense_(dense) {
   nodes_.push_back({0, 0, 0});  // node 0: the bottom of every stack
   states_.push_back({});        // state 0: dead
   state_next_.push_back(UINT32_MAX);
@@ -68,9 +73,10 @@ uint32_t PdaArena::closure(std::vector<uint64_t>& work) {
   State out;
   visited_.clear();
   big_visited_.clear();
-  while (!work.empty()) {
-    const uint64_t item = work.back();
-    work.pop_back();
+  // Breadth first, so that when a pathological state is cut off the nearest alternatives
+  // (e.g. the next few optional properties of a huge object) are the ones kept.
+  for (size_t next = 0; next < work.size(); ++next) {
+    const uint64_t item = work[next];
     // Items are few in practice; a linear scan beats hashing until the set grows.
     if (visited_.size() < 64) {
       if (std::find(visited_.begin(), visited_.end(), item) != visited_.end()) continue;
@@ -130,8 +136,11 @@ uint32_t PdaArena::resume(uint32_t pos, uint32_t parent) {
 uint32_t PdaArena::step(uint32_t s, uint8_t b) {
   if (s == kDeadState) return kDeadState;
   const uint64_t key = (uint64_t{s} << 8) | b;
-  auto it = steps_.find(key);
-  if (it != steps_.end()) return it->second;
+  if (dense_) {
+    if (key < dense_steps_.size() && dense_steps_[key] != UINT32_MAX) return dense_steps_[key];
+  } else if (auto it = steps_.find(key); it != steps_.end()) {
+    return it->second;
+  }
   work_.clear();
   for (uint32_t n : states_[s].nodes) {
     const uint32_t q = nodes_[n].pos;
@@ -140,7 +149,12 @@ uint32_t PdaArena::step(uint32_t s, uint8_t b) {
     }
   }
   const uint32_t r = work_.empty() ? kDeadState : closure(work_);
-  steps_.emplace(key, r);
+  if (dense_) {
+    if (dense_steps_.size() < states_.size() * 256) dense_steps_.resize(states_.size() * 256 * 2, UINT32_MAX);
+    dense_steps_[key] = r;
+  } else {
+    steps_.emplace(key, r);
+  }
   return r;
 }
 

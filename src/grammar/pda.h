@@ -27,6 +27,10 @@ struct FlatGrammar {
   std::vector<uint32_t> rule_alts;  ///< rule r's alternatives are alt_pos[rule_alts[r]..[r+1])
   std::vector<uint32_t> alt_pos;    ///< first position of each alternative
   uint32_t root = 0;
+  /// Per position: the lexeme it belongs to (UINT32_MAX: none) and its place in the lexeme
+  /// (rule index in the lexeme, alternative, element), stable across grammars.
+  std::vector<uint32_t> pos_lexeme;
+  std::vector<uint64_t> pos_key;
 
   static FlatGrammar from(const Grammar& g);
 };
@@ -40,7 +44,9 @@ inline constexpr size_t kMaxStateStacks = 4096;
 /// per mask precomputation).
 class PdaArena {
  public:
-  explicit PdaArena(const FlatGrammar& g);
+  /// `dense`: memoize steps in a 256-entry table per state (fast; 1 KiB per state, for the
+  /// short-lived arenas of mask precomputation) instead of a hash map.
+  explicit PdaArena(const FlatGrammar& g, bool dense = false);
 
   struct Node {
     uint32_t pos;
@@ -76,6 +82,8 @@ class PdaArena {
   std::unordered_map<uint64_t, uint32_t> state_ids_;  // hash -> first id with that hash
   std::vector<uint32_t> state_next_;                  // chain of ids sharing a hash
   std::unordered_map<uint64_t, uint32_t> steps_;
+  bool dense_ = false;
+  std::vector<uint32_t> dense_steps_;  // state * 256 + byte -> state, UINT32_MAX = unknown
   std::vector<uint64_t> work_, visited_;
   std::unordered_set<uint64_t> big_visited_;
 };

@@ -22,6 +22,15 @@ void add_class_alts(GrammarBuilder& b, uint32_t r, const CodepointRanges& cps, u
   }
 }
 
+// A copy of a bounded repetition with more than this many copies left behaves, for any token
+// (at most kMaxTokenBytes bytes, so at most that many characters), like the copy at this depth.
+constexpr int64_t kTwinDepth = static_cast<int64_t>(kMaxTokenBytes) + 1;
+
+// Marks rules [first, first + n) as twins of [twin_first, twin_first + n).
+void set_twins(GrammarBuilder& b, uint32_t first, uint32_t twin_first, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) b.rule(first + i).twin = twin_first + i;
+}
+
 }  // namespace
 
 uint32_t end_rule(GrammarBuilder& b) { return b.rule_of("end", {Seq{}}); }
@@ -60,18 +69,64 @@ uint32_t lower_rx(GrammarBuilder& b, const Rx& rx, uint32_t cont) {
         b.add_alt(c, {Element::ref(cont)});
       } else {
         c = cont;  // O_j ::= x O_{j-1} | cont : at most j more copies
-        for (int64_t j = 0; j < rx.max - rx.min && !b.overflow(); ++j) {
+        uint32_t twin_first = 0, twin_size = 0;
+        for (int64_t j = 1; j <= rx.max - rx.min && !b.overflow(); ++j) {
+          const uint32_t first = static_cast<uint32_t>(b.rule_count());
           const uint32_t o = b.new_rule("upto");
           b.add_alt(o, {Element::ref(lower_rx(b, x, c))});
           b.add_alt(o, {Element::ref(cont)});
+          const uint32_t size = static_cast<uint32_t>(b.rule_count()) - first;
+          if (j == kTwinDepth) twin_first = first, twin_size = size;
+          if (j > kTwinDepth && size == twin_size) set_twins(b, first, twin_first, size);
           c = o;
         }
       }
-      for (int64_t i = 0; i < rx.min && !b.overflow(); ++i) c = lower_rx(b, x, c);
+      uint32_t twin_first = 0, twin_size = 0;
+      for (int64_t i = 1; i <= rx.min && !b.overflow(); ++i) {
+        const uint32_t first = static_cast<uint32_t>(b.rule_count());
+        c = lower_rx(b, x, c);
+        const uint32_t size = static_cast<uint32_t>(b.rule_count()) - first;
+        if (i == kTwinDepth) twin_first = first, twin_size = size;
+        if (i > kTwinDepth && size == twin_size) set_twins(b, first, twin_first, size);
+      }
       return c;
     }
   }
   return cont;
+}
+
+std::string rx_signature(const Rx& rx) {
+  std::string s;
+  s += static_cast<char>('A' + rx.kind);
+  switch (rx.kind) {
+    case Rx::kEmpty:
+      break;
+    case Rx::kBytes:
+      s += std::to_string(rx.bytes.size()) + ":" + rx.bytes;
+      break;
+    case Rx::kClass:
+      for (auto [lo, hi] : rx.cps) s += std::to_string(lo) + "-" + std::to_string(hi) + ",";
+      break;
+    case Rx::kRepeat:
+      s += std::to_string(rx.min) + "," + std::to_string(rx.max);
+      [[fallthrough]];
+    case Rx::kSeq:
+    case Rx::kAlt:
+      s += "(";
+      for (const Rx& k : rx.kids) s += rx_signature(k) + ";";
+      s += ")";
+      break;
+  }
+  return s;
+}
+
+uint32_t lower_lexeme(GrammarBuilder& b, const Rx& rx, uint32_t end) {
+  const std::string sig = rx_signature(rx);
+  if (uint32_t* entry = b.find_lexeme(sig)) return *entry;
+  const uint32_t first = static_cast<uint32_t>(b.rule_count());
+  const uint32_t entry = lower_rx(b, rx, end);
+  b.add_lexeme(sig, first, static_cast<uint32_t>(b.rule_count()), entry);
+  return entry;
 }
 
 Result<Grammar> regex_grammar(std::string_view re) {

@@ -66,6 +66,14 @@ uint32_t end_rule(GrammarBuilder& b);
 /// (the builder's limits apply: check b.overflow()).
 uint32_t lower_rx(GrammarBuilder& b, const Rx& rx, uint32_t cont);
 
+/// lower_rx(rx, end) as a lexeme: lowered once per builder (equal signatures share rules) and
+/// tagged so that its token masks are shared by every grammar containing the same lexeme.
+/// `end` must be an end_rule().
+uint32_t lower_lexeme(GrammarBuilder& b, const Rx& rx, uint32_t end);
+
+/// A canonical text of `rx` (equal for equal expressions).
+std::string rx_signature(const Rx& rx);
+
 struct RegexOptions {
   /// JSON string content: characters that JSON must escape (", \, U+0000..U+001F) are removed
   /// from every class and literal, so the text can be emitted raw between quotes. This narrows
