@@ -197,13 +197,14 @@ void Engine::step() {
       continue;
     }
     seq.append_token(token);
+    seq.update_trigger_grammar(token);
     StepOutput out = output_for(seq);
     out.token = token;
     if (seq.request().top_logprobs >= 0) {  // never greedy_on_runner: logits is set
       fill_logprobs(logits, n_vocab_, token, seq.request().top_logprobs, out);
     }
     out.finish = finish_after(seq, token);
-    if (!out.finish && matcher != nullptr && matcher->is_terminated()) {
+    if (!out.finish && matcher != nullptr && !seq.trigger_grammar() && matcher->is_terminated()) {
       // The grammar is complete and allows only a stop token: end now instead of spending a
       // step on it. The token carries text, so it goes out first and a token-less final output
       // ends the request (request.h: a kStop output with a token is read as the terminator).

@@ -77,6 +77,13 @@ struct EngineRequest {
   /// terminated. Compiled by the caller (off the engine thread) for this model's vocabulary,
   /// with the tokenizer's end-of-generation ids as its stop tokens.
   grammar::CompiledGrammarPtr grammar;
+  /// A grammar that applies only inside spans of the output (tool_choice auto: a call's
+  /// arguments): it switches on when a token of `trigger_tokens` is sampled, from its start
+  /// state, and off again as soon as it accepts; the text around the spans is free. Ignored when
+  /// `grammar` is set. Its stop tokens are only allowed where it accepts, so a span is never
+  /// cut by an end of generation.
+  grammar::CompiledGrammarPtr trigger_grammar;
+  std::vector<int32_t> trigger_tokens;
   /// Set by anyone (client gone, stop string matched, timeout, shutdown); the engine checks it at
   /// every step and frees the sequence's KV blocks in that step, ending it with kAbort.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);

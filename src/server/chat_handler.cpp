@@ -65,6 +65,23 @@ ToolReplyConfig tool_reply(const ModelServices& m, const ToolsRequest& t,
   return cfg;
 }
 
+// tool_choice auto: once the model writes its family's call marker (a single token of the
+// vocabulary), the call that follows is constrained to the tools and their schemas. Compiled
+// whatever the vocabulary, so that a schema the engine cannot enforce is refused the same way on
+// every model.
+std::optional<ApiError> auto_call_grammar(const ModelServices& m, const ChatRequest& req,
+                                          const ToolReplyConfig& tools, JobPlan& plan) {
+  if (tools.shape != ToolReplyShape::kFamily) return std::nullopt;
+  auto g = compile_output_constraint(m.grammar, tool_call_span_constraint(req.tools, tools.parser));
+  if (!g.ok()) return g.error();
+  const auto marker = m.tokenizer->find_token(tool_call_marker(tools.parser));
+  if (marker && !plan.grammar) {
+    plan.trigger_grammar = std::move(g.value());
+    plan.trigger_tokens = {*marker};
+  }
+  return std::nullopt;
+}
+
 // On the tokenize pool (see prepared_request.h).
 Prepared prepare_chat_completions(const ServerContext& ctx, const ModelServices& m,
                                   const std::string& body_text) {
@@ -104,6 +121,7 @@ Prepared prepare_chat_completions(const ServerContext& ctx, const ModelServices&
   plan.top_logprobs = req->logprobs ? req->top_logprobs : -1;
   plan.grammar = std::move(grammar.value());
   ToolReplyConfig tools = tool_reply(m, req->tools, plan.shown_controls);
+  if (auto e = auto_call_grammar(m, req.value(), tools, plan)) return HttpResponse::error(*e);
   plan.stream = gen.stream;
   plan.include_usage = gen.include_usage;
 

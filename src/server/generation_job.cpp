@@ -101,6 +101,8 @@ bool GenerationJob::submit_all() {
     r.stop_token_ids = plan_.stop_token_ids;
     r.top_logprobs = plan_.top_logprobs;
     r.grammar = plan_.grammar;
+    r.trigger_grammar = plan_.trigger_grammar;
+    r.trigger_tokens = plan_.trigger_tokens;
     r.priority = plan_.priority;
     r.cancelled = cancelled_[i];
     r.arrival = plan_.arrival;

@@ -251,10 +251,10 @@ class StructuredOutputsE2E(unittest.TestCase):
             ({"tools": [fn], "tool_choice": {"type": "function", "function": {"name": "g"}}},
              "tool_choice"),
             ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {
-                "type": "object", "properties": {"a": {"not": {}}}}}}],
+                "type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}}}}],
               "tool_choice": "required"}, "tool_choice"),
             ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {
-                "type": "object", "properties": {"a": {"not": {}}}}}}],
+                "type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}}}}],
               "tool_choice": {"type": "function", "function": {"name": "f"}}},
              "tools[0].function.parameters"),
             ({"tools": [{"type": "function", "function": {"name": "f", "parameters": [1]}}]},
@@ -300,8 +300,9 @@ class StructuredOutputsE2E(unittest.TestCase):
 
     def test_malformed_constraints_get_400_or_bounded_time(self):
         refused = [
-            ("unsupported keyword", {"response_format": self.rf({"not": {"type": "string"}})},
-             "response_format", "not"),
+            ("unsupported keyword", {"response_format": self.rf(
+                {"type": "array", "items": {"type": "integer"}, "uniqueItems": True})},
+             "response_format", "uniqueItems"),
             ("unsatisfiable range", {"response_format": self.rf(
                 {"type": "integer", "minimum": 5, "maximum": 3})}, "response_format", "unsatisf"),
             ("unsatisfiable allOf", {"response_format": self.rf(

@@ -4,6 +4,7 @@
 // fills exactly the masks the matchers give.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
@@ -189,6 +190,30 @@ TEST_F(EngineGrammarTest, MinTokensYieldsToACompleteGrammarAndSamplingIsMaskedTo
   EXPECT_EQ(c.finish, FinishReason::kStop) << c.error;
   const std::string text = text_of(c.tokens);
   EXPECT_TRUE(text == "yes" || text == "no") << text;
+}
+
+TEST_F(EngineGrammarTest, TriggerGrammarConstrainsOnlyTheSpanAfterItsToken) {
+  Outputs free_run;
+  ASSERT_TRUE(engine_->submit(request(500, "1, 2, 3,", 12, free_run)).ok());
+  ASSERT_TRUE(free_run.wait(1));
+  const std::vector<int32_t> free = free_run.get(500).tokens;
+  ASSERT_GE(free.size(), 3u);
+  const int32_t trigger = free[1];
+  const size_t k = std::find(free.begin(), free.end(), trigger) - free.begin();
+  Outputs o;
+  EngineRequest r = request(501, "1, 2, 3,", 12, o);
+  r.trigger_grammar = compile(grammar::GrammarSpec::Kind::kChoice, "", {"XYZ"});
+  r.trigger_tokens = {trigger};
+  ASSERT_TRUE(engine_->submit(std::move(r)).ok());
+  ASSERT_TRUE(o.wait(1));
+  const Outcome c = o.get(501);
+  ASSERT_NE(c.finish, FinishReason::kError) << c.error;
+  ASSERT_GT(c.tokens.size(), k + 1);
+  // Free up to and including the trigger, the span's grammar right after it, free again after.
+  EXPECT_TRUE(std::equal(free.begin(), free.begin() + k + 1, c.tokens.begin()));
+  const std::string after = text_of({c.tokens.begin() + k + 1, c.tokens.end()});
+  EXPECT_EQ(after.rfind("XYZ", 0), 0u) << after;
+  EXPECT_EQ(c.finish, c.tokens.size() == 12 ? FinishReason::kLength : FinishReason::kStop);
 }
 
 TEST_F(EngineGrammarTest, MaskWorkerFillsWhatTheMatchersGive) {

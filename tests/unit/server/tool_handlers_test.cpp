@@ -165,12 +165,25 @@ TEST_F(ToolHandlersTest, GrammarCompileErrorsAre400NamingTheParam) {
   EXPECT_EQ(ch->status, 400) << ch->body;
   EXPECT_EQ(Json::parse(ch->body)["error"]["param"], "grammar");
   ch = call(chat(R"("response_format": {"type": "json_schema", "json_schema": {"name": "n",
-      "schema": {"type": "object", "not": {"required": ["a"]}}}})"));
+      "schema": {"type": "array", "items": {"type": "integer"}, "uniqueItems": true}}})"));
   EXPECT_EQ(ch->status, 400) << ch->body;
   EXPECT_EQ(Json::parse(ch->body)["error"]["param"], "response_format");
-  EXPECT_NE(Json::parse(ch->body)["error"]["message"].get<std::string>().find("not"),
+  EXPECT_NE(Json::parse(ch->body)["error"]["message"].get<std::string>().find("uniqueItems"),
             std::string::npos);
+  // tool_choice auto constrains a call once it starts, so its schemas must compile too.
+  ch = call(chat(R"("tools": [{"type": "function", "function": {"name": "f", "parameters":
+      {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}}}}])"));
+  EXPECT_EQ(ch->status, 400) << ch->body;
+  EXPECT_EQ(Json::parse(ch->body)["error"]["param"], "tools");
   EXPECT_TRUE(model_->engine->submitted().empty());
+}
+
+TEST_F(ToolHandlersTest, AutoGetsNoTriggerGrammarWithoutASingleTokenMarker) {
+  start(kHermesReply);
+  auto ch = call(chat(std::string(kTools) + R"(, "max_tokens": 200)"));
+  ASSERT_EQ(ch->status, 200) << ch->body;
+  // The byte vocabulary spells <tool_call> in 11 tokens: no token can switch the grammar on.
+  EXPECT_FALSE(model_->engine->submitted()[0].trigger_grammar);
 }
 
 }  // namespace
