@@ -13,9 +13,9 @@ std::string bench_table(const std::vector<BenchResult>& results);
 
 /// With constrained points (BenchPoint::grammar) each right after its unconstrained twin: a
 /// Markdown table per (batch, prompt) of per-sequence decode rate and mean ITL, both ways, the
-/// slowdown (1 - constrained / unconstrained per-sequence rate), tokens generated per sequence
-/// and the mask wait per step (ms). `label` names the grammar (the schema file). Empty when
-/// there are no constrained points.
+/// slowdown (1 - constrained / unconstrained per-sequence rate), tokens generated per sequence,
+/// the mask computation and the mask wait per step (ms). `label` names the grammar (the schema
+/// file). Empty when there are no constrained points.
 std::string grammar_slowdown_table(const std::vector<BenchResult>& results,
                                    const std::string& label);
 

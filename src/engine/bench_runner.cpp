@@ -131,6 +131,7 @@ Result<std::vector<BenchResult>> run_bench(
       };
     }
     const double mask_wait0 = e.stats().grammar_mask_wait_seconds;
+    const double mask0 = e.stats().grammar_mask_seconds;
     const auto t0 = Clock::now();
     for (auto& r : requests) {
       if (auto st = e.submit(std::move(r)); !st.ok()) {
@@ -156,6 +157,7 @@ Result<std::vector<BenchResult>> run_bench(
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     res.mask_wait_s = e.stats().grammar_mask_wait_seconds - mask_wait0;
+    res.mask_s = e.stats().grammar_mask_seconds - mask0;
     return res;
   };
   // Warm-up, not reported: the first steps pay one-time costs (a GPU's lazy kernel loading and

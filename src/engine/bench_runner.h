@@ -48,6 +48,7 @@ struct BenchResult {
   /// Time the point's steps waited after the forward for grammar masks (the mask work the
   /// forward did not hide; EngineStats::grammar_mask_wait_seconds), in seconds.
   double mask_wait_s = 0;
+  double mask_s = 0;  ///< time spent computing those masks (EngineStats::grammar_mask_seconds)
 };
 
 /// Runs every point on one engine built from `options` (prefix caching is turned off, and each

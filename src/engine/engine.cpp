@@ -274,6 +274,7 @@ void Engine::publish_stats() {
   stats_.step_seconds = step_seconds_;
   stats_.forward_seconds = forward_seconds_;
   stats_.grammar_mask_wait_seconds = mask_wait_seconds_;
+  stats_.grammar_mask_seconds = masks_.busy_seconds();
 }
 
 }  // namespace novaserve

@@ -57,11 +57,15 @@ void GrammarMaskWorker::run() {
     if (stop_) return;
     lk.unlock();
     // jobs_ is not written again until pending_ is cleared, so it is read without the lock.
+    const auto t0 = std::chrono::steady_clock::now();
     for (const Job& j : jobs_) {
       std::span<uint32_t> m(masks_.data() + static_cast<size_t>(j.row) * words_, words_);
       j.matcher->fill_next_token_mask(m);
     }
+    const double busy =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     lk.lock();
+    busy_seconds_ += busy;
     pending_ = false;
     cv_.notify_all();
   }

@@ -45,6 +45,8 @@ class GrammarMaskWorker {
     return {masks_.data() + static_cast<size_t>(row) * words_, words_};
   }
   size_t words() const { return words_; }
+  /// Seconds the worker spent filling masks since construction (read after wait()).
+  double busy_seconds() const { return busy_seconds_; }
 
  private:
   void run();
@@ -55,7 +57,8 @@ class GrammarMaskWorker {
   std::vector<Job> jobs_;        // reserved to max_rows
   std::mutex mu_;
   std::condition_variable cv_;
-  bool pending_ = false;  // jobs_ published, not yet done
+  bool pending_ = false;       // jobs_ published, not yet done
+  double busy_seconds_ = 0.0;  // written by the worker before it clears pending_
   bool stop_ = false;
   std::thread thread_;
 };

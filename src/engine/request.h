@@ -121,6 +121,8 @@ struct EngineStats {
   /// Of step_seconds, the time steps waited after the forward for grammar masks that were not
   /// ready yet (the mask work the forward did not hide; docs/structured-outputs.md).
   double grammar_mask_wait_seconds = 0.0;
+  /// Time the mask worker spent computing grammar masks (overlapping the forward).
+  double grammar_mask_seconds = 0.0;
 };
 
 /// What the HTTP layer needs from the engine. Implemented by the real engine (src/engine) and by
