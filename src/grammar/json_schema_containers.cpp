@@ -130,7 +130,9 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
     if (!s.contains(k)) continue;
     for (bool changed = true; changed;) {
       changed = false;
-      for (const auto& [name, deps] : s[k].items()) {
+      for (const auto& item : s[k].items()) {
+        const std::string name = item.key();  // clang 14 cannot capture structured bindings
+        const Json& deps = item.value();
         auto it = std::find_if(list.begin(), list.end(), [&](const Prop& p) { return p.name == name; });
         if (it == list.end()) continue;
         for (const Json& d : deps) {

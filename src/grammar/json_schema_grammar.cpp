@@ -253,7 +253,13 @@ Result<Grammar> SchemaCompiler::run() {
       if (!p.ok()) return unsupported("pattern", at, p.error().message);
       content = std::move(p.value());
     }
-    if (content && bounded) return unsupported(s.contains("pattern") ? "pattern" : "format", at, "together with minLength/maxLength");
+    if (content && bounded) {
+      // Fine when the pattern or format already implies the bounds; refused otherwise.
+      const auto [lo, hi] = rx_length_bounds(*content);
+      if (lo < min || (max >= 0 && (hi < 0 || hi > max))) {
+        return unsupported(s.contains("pattern") ? "pattern" : "format", at, "together with minLength/maxLength");
+      }
+    }
     return lexeme(r, content ? json_rx::quoted(*content) : json_rx::string(min, max));
   }
 

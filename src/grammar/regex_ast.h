@@ -71,6 +71,9 @@ uint32_t lower_rx(GrammarBuilder& b, const Rx& rx, uint32_t cont);
 /// `end` must be an end_rule().
 uint32_t lower_lexeme(GrammarBuilder& b, const Rx& rx, uint32_t end);
 
+/// Shortest and longest match of `rx` in characters (max -1: unbounded).
+std::pair<int64_t, int64_t> rx_length_bounds(const Rx& rx);
+
 /// A canonical text of `rx` (equal for equal expressions).
 std::string rx_signature(const Rx& rx);
 
