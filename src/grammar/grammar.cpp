@@ -44,7 +44,8 @@ Result<Grammar> build(const GrammarSpec& spec) {
     case GrammarSpec::Kind::kJsonObject:
       return json_object_grammar();
     case GrammarSpec::Kind::kJsonSchema:
-      return json_schema_grammar(spec.text, {.allow_unlisted_properties = spec.allow_unlisted_properties});
+      return json_schema_grammar(spec.text,
+                                 {.allow_unlisted_properties = spec.allow_unlisted_properties});
     case GrammarSpec::Kind::kGbnf:
       return parse_gbnf(spec.text);
     case GrammarSpec::Kind::kRegex:
@@ -92,9 +93,13 @@ GrammarCompiler::GrammarCompiler(const Vocab& vocab, int32_t eos_id,
 
 GrammarCompiler::~GrammarCompiler() = default;
 
-int32_t GrammarCompiler::vocab_size() const { return impl_->vocab->vocab_size; }
+int32_t GrammarCompiler::vocab_size() const {
+  return impl_->vocab->vocab_size;
+}
 
-const std::vector<int32_t>& GrammarCompiler::stop_token_ids() const { return impl_->vocab->stops; }
+const std::vector<int32_t>& GrammarCompiler::stop_token_ids() const {
+  return impl_->vocab->stops;
+}
 
 Result<CompiledGrammarPtr> GrammarCompiler::compile(const GrammarSpec& spec) {
   const uint64_t h = spec_hash(spec);
@@ -111,7 +116,8 @@ Result<CompiledGrammarPtr> GrammarCompiler::compile(const GrammarSpec& spec) {
   try {
     auto g = build(spec);
     if (!g.ok()) return g.error();
-    compiled = std::make_shared<const CompiledGrammar>(impl_->vocab, g.value(), &impl_->lexeme_masks);
+    compiled =
+        std::make_shared<const CompiledGrammar>(impl_->vocab, g.value(), &impl_->lexeme_masks);
   } catch (const std::bad_alloc&) {
     return Err(ErrorCode::kInvalidInput, "grammar too large (out of memory while compiling)");
   }

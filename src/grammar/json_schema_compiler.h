@@ -15,12 +15,14 @@
 
 namespace novaserve::grammar {
 
-inline constexpr int kMaxSchemaDepth = 100;      ///< schema nesting the compiler follows
+inline constexpr int kMaxSchemaDepth = 100;        ///< schema nesting the compiler follows
 inline constexpr int64_t kMaxStringLength = 2000;  ///< larger length bounds unroll too far
 
 /// "unsupported keyword 'k' at /ptr[: why]".
 Error unsupported(const std::string& k, const std::string& at, const std::string& why = "");
-inline std::string child(const std::string& at, std::string_view k) { return at + "/" + std::string(k); }
+inline std::string child(const std::string& at, std::string_view k) {
+  return at + "/" + std::string(k);
+}
 
 class SchemaCompiler {
  public:

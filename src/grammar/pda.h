@@ -35,8 +35,8 @@ struct FlatGrammar {
   static FlatGrammar from(const Grammar& g);
 };
 
-inline constexpr uint32_t kDeadState = 0;     ///< no stack survives
-inline constexpr uint32_t kBottom = 0;        ///< the parent of the outermost frame
+inline constexpr uint32_t kDeadState = 0;  ///< no stack survives
+inline constexpr uint32_t kBottom = 0;     ///< the parent of the outermost frame
 inline constexpr uint32_t kMaxStackDepth = 2000;
 inline constexpr size_t kMaxStateStacks = 4096;
 

@@ -35,7 +35,9 @@ void set_twins(GrammarBuilder& b, uint32_t first, uint32_t twin_first, uint32_t 
 
 }  // namespace
 
-uint32_t end_rule(GrammarBuilder& b) { return b.rule_of("end", {Seq{}}); }
+uint32_t end_rule(GrammarBuilder& b) {
+  return b.rule_of("end", {Seq{}});
+}
 
 uint32_t lower_rx(GrammarBuilder& b, const Rx& rx, uint32_t cont) {
   if (b.overflow()) return cont;

@@ -18,9 +18,9 @@ namespace novaserve::grammar {
 struct Rx {
   enum Kind { kEmpty, kBytes, kClass, kSeq, kAlt, kRepeat };
   Kind kind = kEmpty;
-  std::string bytes;      ///< kBytes: literal bytes
-  CodepointRanges cps;    ///< kClass: normalized code point ranges (UTF-8 encoded)
-  std::vector<Rx> kids;   ///< kSeq, kAlt; kRepeat: one child
+  std::string bytes;          ///< kBytes: literal bytes
+  CodepointRanges cps;        ///< kClass: normalized code point ranges (UTF-8 encoded)
+  std::vector<Rx> kids;       ///< kSeq, kAlt; kRepeat: one child
   int64_t min = 0, max = -1;  ///< kRepeat; max < 0 = unbounded
 
   static Rx lit(std::string_view b) {

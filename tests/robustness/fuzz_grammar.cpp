@@ -29,8 +29,8 @@ GrammarCompiler& compiler() {
       v.tokens.push_back(novaserve::bytes_to_byte_level(std::string(1, static_cast<char>(b))));
       v.types.push_back(novaserve::TokenType::kNormal);
     }
-    for (const char* p : {"{\"", "\":", "\",\"", "true", "false", "null", "\"}", "12", "ab", "\xC3\xA9",
-                          "  ", "\\n", "},{", "[\"", "\"]", "::=", "0.5"}) {
+    for (const char* p : {"{\"", "\":", "\",\"", "true", "false", "null", "\"}", "12", "ab",
+                          "\xC3\xA9", "  ", "\\n", "},{", "[\"", "\"]", "::=", "0.5"}) {
       v.tokens.push_back(novaserve::bytes_to_byte_level(p));
       v.types.push_back(novaserve::TokenType::kNormal);
     }
@@ -47,9 +47,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   GrammarSpec spec;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 4) {
-    case 0: spec.kind = GrammarSpec::Kind::kJsonSchema; break;
-    case 1: spec.kind = GrammarSpec::Kind::kGbnf; break;
-    case 2: spec.kind = GrammarSpec::Kind::kRegex; break;
+    case 0:
+      spec.kind = GrammarSpec::Kind::kJsonSchema;
+      break;
+    case 1:
+      spec.kind = GrammarSpec::Kind::kGbnf;
+      break;
+    case 2:
+      spec.kind = GrammarSpec::Kind::kRegex;
+      break;
     default:
       spec.kind = GrammarSpec::Kind::kChoice;
       for (size_t i = 0, j; i <= text.size(); i = j + 1) {
