@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "grammar/grammar_ir.h"
 #include "grammar/json_schema_doc.h"
@@ -20,6 +21,10 @@ inline constexpr int64_t kMaxStringLength = 2000;  ///< larger length bounds unr
 
 /// "unsupported keyword 'k' at /ptr[: why]".
 Error unsupported(const std::string& k, const std::string& at, const std::string& why = "");
+/// For {"required": [...]} or {"allOf": [{"required": [...]}, ...]} (no other assertions): the
+/// union of the names, which must not all be present; std::nullopt for other schemas.
+std::optional<std::vector<std::string>> not_required_sets(const Json& n);
+
 inline std::string child(const std::string& at, std::string_view k) {
   return at + "/" + std::string(k);
 }

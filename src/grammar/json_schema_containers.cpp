@@ -39,6 +39,28 @@ int64_t count_keyword(const Json& s, const char* k, int64_t dflt) {
 
 }  // namespace
 
+std::optional<std::vector<std::string>> not_required_sets(const Json& n) {
+  if (!n.is_object()) return std::nullopt;
+  std::vector<std::string> names;
+  auto add = [&](const Json& s) {
+    if (!s.is_object() || has_assertions(s, {"required"}) || !s.contains("required") || !s["required"].is_array()) return false;
+    for (const Json& k : s["required"]) {
+      if (!k.is_string()) return false;
+      names.push_back(k.get<std::string>());
+    }
+    return true;
+  };
+  if (n.contains("allOf") && !has_assertions(n, {"allOf"}) && n["allOf"].is_array()) {
+    for (const Json& s : n["allOf"]) {
+      if (!add(s)) return std::nullopt;
+    }
+  } else if (!add(n)) {
+    return std::nullopt;
+  }
+  if (names.empty()) return std::nullopt;
+  return names;
+}
+
 Result<uint32_t> SchemaCompiler::sub(const Json& parent, const char* key, const std::string& at,
                                      int depth) {
   if (!parent.contains(key)) return values_.any_value();
@@ -161,6 +183,26 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
       }
     }
   }
+  // {"not": {"required": [a, b]}}: never emit all of them; drop the last optional one (a subset).
+  if (s.contains("not")) {
+    auto names = not_required_sets(s["not"]);
+    if (!names) return unsupported("not", at);
+    bool dropped = false;
+    for (size_t i = list.size(); i-- > 0 && !dropped;) {
+      if (std::find(names->begin(), names->end(), list[i].name) == names->end()) continue;
+      if (list[i].required) continue;
+      list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+      dropped = true;
+    }
+    if (!dropped) {
+      // Every named key that could appear is required: fine only if one of them is never emitted.
+      bool all_present = true;
+      for (const std::string& n : *names) {
+        all_present = all_present && std::any_of(list.begin(), list.end(), [&](const Prop& p) { return p.name == n; });
+      }
+      if (all_present) return {};  // unsatisfiable branch
+    }
+  }
   // min/maxProperties: emit a subset of the allowed objects: drop or require optional members.
   int64_t n_required =
       std::count_if(list.begin(), list.end(), [](const Prop& p) { return p.required; });
@@ -188,8 +230,10 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
   const bool extras =
       opt_.allow_unlisted_properties && !extra_false && patterns.empty() && max_props < 0;
   if (extras) {
-    std::vector<std::string> names;
-    for (const Prop& p : list) names.push_back(p.name);
+    // Every name the schema speaks of, emitted or dropped above (a dropped member must not come
+    // back as an unlisted key).
+    std::vector<std::string> names = required;
+    for (const auto& item : props.items()) names.push_back(item.key());
     auto v = extra->is_boolean() ? Result<uint32_t>(values_.any_value())
                                  : value(extra, child(at, "additionalProperties"), depth + 1);
     if (!v.ok()) return v.error();
@@ -251,7 +295,12 @@ uint32_t SchemaCompiler::key_not_in(const std::vector<std::string>& names) {
   // The automaton depends only on the names: register it as a lexeme so that its masks are
   // shared by every grammar that excludes the same names.
   std::string signature = "key-not-in";
-  for (const std::string& n : sorted) signature += ":" + std::to_string(n.size()) + ":" + n;
+  for (const std::string& n : sorted) {
+    signature += ':';
+    signature += std::to_string(n.size());
+    signature += ':';
+    signature += n;
+  }
   if (uint32_t* entry = b_.find_lexeme(signature)) return *entry;
   const uint32_t first = static_cast<uint32_t>(b_.rule_count());
   // state(prefix) for every prefix of the names, built from the longest down.

@@ -183,7 +183,16 @@ Result<const Json*> SchemaDoc::normalize(const Json* s, const std::string& at, i
   if (auto it = normalized_.find(s); it != normalized_.end()) return it->second;
   if (depth > 64) return Err(ErrorCode::kInvalidInput, "$ref/allOf chain too long at " + at);
   const Json* out = s;
-  if (s->contains("$ref") && (*s)["$ref"].is_string()) {
+  if (s->contains("not") && (*s)["not"].is_object() && (*s)["not"].contains("not") &&
+      !has_assertions((*s)["not"], {"not"})) {
+    // not(not X) is X: rewrite as allOf so that it merges with the siblings.
+    Json t = assertions_only(*s, {"not"});
+    if (!t.contains("allOf") || !t["allOf"].is_array()) t["allOf"] = Json::array();
+    t["allOf"].push_back((*s)["not"]["not"]);
+    auto n = normalize(own(std::move(t)), at, depth + 1);
+    if (!n.ok()) return n.error();
+    out = n.value();
+  } else if (s->contains("$ref") && (*s)["$ref"].is_string()) {
     auto target = resolve((*s)["$ref"].get<std::string>(), at);
     if (!target.ok()) return target.error();
     auto t = normalize(target.value(), at, depth + 1);

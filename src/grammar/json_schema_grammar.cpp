@@ -85,9 +85,13 @@ Status SchemaCompiler::body(uint32_t r, const Json& s, const std::string& at, in
   if (s.contains("not")) {
     // Only type exclusions: {"not": {"type": ...}}, {"not": {}} and boolean forms.
     const Json& n = s["not"];
-    if (!(n.is_boolean() || (n.is_object() && !has_assertions(n, {"type"}))))
+    if (n.is_object() && not_required_sets(n).has_value() && (type_bits(s) & ~4u) == 0) {
+      // {"not": {"required": [...]}} on objects: handled by object() (drops a member).
+    } else if (!(n.is_boolean() || (n.is_object() && !has_assertions(n, {"type"})))) {
       return unsupported("not", at);
-    not_bits = type_bits(n);
+    } else {
+      not_bits = type_bits(n);
+    }
   }
   for (const char* k : {"if", "dependentRequired", "dependentSchemas", "propertyNames",
                         "unevaluatedProperties", "unevaluatedItems", "contains", "$dynamicRef",
