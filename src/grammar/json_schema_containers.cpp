@@ -43,7 +43,9 @@ std::optional<std::vector<std::string>> not_required_sets(const Json& n) {
   if (!n.is_object()) return std::nullopt;
   std::vector<std::string> names;
   auto add = [&](const Json& s) {
-    if (!s.is_object() || has_assertions(s, {"required"}) || !s.contains("required") || !s["required"].is_array()) return false;
+    if (!s.is_object() || has_assertions(s, {"required"}) || !s.contains("required") ||
+        !s["required"].is_array())
+      return false;
     for (const Json& k : s["required"]) {
       if (!k.is_string()) return false;
       names.push_back(k.get<std::string>());
@@ -198,7 +200,8 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
       // Every named key that could appear is required: fine only if one of them is never emitted.
       bool all_present = true;
       for (const std::string& n : *names) {
-        all_present = all_present && std::any_of(list.begin(), list.end(), [&](const Prop& p) { return p.name == n; });
+        all_present = all_present && std::any_of(list.begin(), list.end(),
+                                                 [&](const Prop& p) { return p.name == n; });
       }
       if (all_present) return {};  // unsatisfiable branch
     }
