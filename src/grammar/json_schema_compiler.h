@@ -25,6 +25,10 @@ Error unsupported(const std::string& k, const std::string& at, const std::string
 /// union of the names, which must not all be present; std::nullopt for other schemas.
 std::optional<std::vector<std::string>> not_required_sets(const Json& n);
 
+/// Internal keyword (never in user schemas' assertions): names an object branch must not carry,
+/// added by oneOf to make its branches exclusive.
+inline constexpr const char* kForbiddenKeys = "x-novaserve-forbidden-keys";
+
 inline std::string child(const std::string& at, std::string_view k) {
   return at + "/" + std::string(k);
 }
@@ -56,7 +60,7 @@ class SchemaCompiler {
   /// quoted; names with characters JSON escapes are never produced anyway.
   uint32_t key_not_in(const std::vector<std::string>& names);
   /// True when no object this grammar emits for `a` satisfies `b` (oneOf exclusivity).
-  bool emitted_excludes(const Json& a, const Json& b);
+  bool emitted_excludes(const Json& a, const Json& b, const std::vector<std::string>& forbidden);
 
   JsonSchemaOptions opt_;
   GrammarBuilder b_;

@@ -185,6 +185,16 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
       }
     }
   }
+  // Keys oneOf forbade in this branch (see alternatives()).
+  if (s.contains(kForbiddenKeys)) {
+    for (const Json& k : s[kForbiddenKeys]) {
+      auto it = std::find_if(list.begin(), list.end(),
+                             [&](const Prop& p) { return p.name == k.get<std::string>(); });
+      if (it == list.end()) continue;
+      if (it->required) return {};
+      list.erase(it);
+    }
+  }
   // {"not": {"required": [a, b]}}: never emit all of them; drop the last optional one (a subset).
   if (s.contains("not")) {
     auto names = not_required_sets(s["not"]);
@@ -237,6 +247,9 @@ Status SchemaCompiler::object(uint32_t r, const Json& s, const std::string& at, 
     // back as an unlisted key).
     std::vector<std::string> names = required;
     for (const auto& item : props.items()) names.push_back(item.key());
+    if (s.contains(kForbiddenKeys)) {
+      for (const Json& k : s[kForbiddenKeys]) names.push_back(k.get<std::string>());
+    }
     auto v = extra->is_boolean() ? Result<uint32_t>(values_.any_value())
                                  : value(extra, child(at, "additionalProperties"), depth + 1);
     if (!v.ok()) return v.error();
@@ -337,7 +350,16 @@ uint32_t SchemaCompiler::key_not_in(const std::vector<std::string>& names) {
   return entry;
 }
 
-bool SchemaCompiler::emitted_excludes(const Json& a, const Json& b) {
+bool SchemaCompiler::emitted_excludes(const Json& a, const Json& b,
+                                      const std::vector<std::string>& forbidden) {
+  if (b.is_object() && b.contains("required") && b["required"].is_array() && type_bits(a) == 4) {
+    for (const Json& k : b["required"]) {
+      if (k.is_string() &&
+          std::find(forbidden.begin(), forbidden.end(), k.get<std::string>()) != forbidden.end()) {
+        return true;
+      }
+    }
+  }
   // Objects emitted for `a` carry only a's listed keys (unless unlisted keys are allowed), so a
   // key `b` requires that `a` never emits rules them out.
   if (!a.is_object() || !b.is_object() || type_bits(a) != 4 || a.contains("patternProperties"))

@@ -129,6 +129,7 @@ Status SchemaCompiler::alternatives(uint32_t r, const Json& s, const char* key,
   if (!list.is_array() || list.empty()) return unsupported(key, at, "must be a non-empty array");
   const bool siblings = has_assertions(s, {key});
   std::vector<const Json*> branches;
+  std::vector<std::string> paths;
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string p = child(child(at, key), std::to_string(i));
     const Json* branch = &list[i];
@@ -145,24 +146,58 @@ Status SchemaCompiler::alternatives(uint32_t r, const Json& s, const char* key,
       branch = doc_.own(std::move(m.value()));
     }
     branches.push_back(branch);
-    auto v = value(branch, p, depth + 1);
-    if (!v.ok()) return v.error();
-    b_.add_alt(r, {Element::ref(v.value())});
+    paths.push_back(p);
   }
   if (std::string_view(key) == "oneOf") {
+    // Exclusive when no value satisfies two branches, or when what we emit for each branch
+    // fails the others: a key another branch requires is never emitted here (if this branch
+    // only lists it as optional, it is dropped: a subset).
+    std::vector<const Json*> nb;
+    for (const Json* b : branches) {
+      auto n = doc_.normalize(b, at);
+      if (!n.ok()) return n.error();
+      nb.push_back(n.value());
+    }
+    std::vector<std::vector<std::string>> forbid(branches.size());
+    auto excludes = [&](size_t i, size_t j) {
+      if (emitted_excludes(*nb[i], *nb[j], forbid[i])) return true;
+      const Json& a = *nb[i];
+      const Json& b = *nb[j];
+      if (!a.is_object() || !b.is_object() || type_bits(a) != 4 ||
+          a.contains("patternProperties") ||
+          (!a.contains("properties") && !a.contains("required")) || !b.contains("required") ||
+          !b["required"].is_array()) {
+        return false;
+      }
+      const Json ra = a.value("required", Json::array());
+      for (const Json& k : b["required"]) {
+        if (k.is_string() && std::find(ra.begin(), ra.end(), k) == ra.end()) {
+          forbid[i].push_back(k.get<std::string>());
+          return true;
+        }
+      }
+      return false;
+    };
     for (size_t i = 0; i < branches.size(); ++i) {
       for (size_t j = i + 1; j < branches.size(); ++j) {
-        auto a = doc_.normalize(branches[i], at), c = doc_.normalize(branches[j], at);
-        if (!a.ok() || !c.ok() ||
-            !(doc_.disjoint(*a.value(), *c.value()) ||
-              (emitted_excludes(*a.value(), *c.value()) &&
-               emitted_excludes(*c.value(), *a.value())))) {
+        if (!(doc_.disjoint(*nb[i], *nb[j]) || (excludes(i, j) && excludes(j, i)))) {
           return unsupported("oneOf", at,
                              "branches " + std::to_string(i) + " and " + std::to_string(j) +
                                  " are not provably exclusive");
         }
       }
     }
+    for (size_t i = 0; i < branches.size(); ++i) {
+      if (forbid[i].empty()) continue;
+      Json t = *nb[i];
+      t[kForbiddenKeys] = forbid[i];
+      branches[i] = doc_.own(std::move(t));
+    }
+  }
+  for (size_t i = 0; i < branches.size(); ++i) {
+    auto v = value(branches[i], paths[i], depth + 1);
+    if (!v.ok()) return v.error();
+    b_.add_alt(r, {Element::ref(v.value())});
   }
   return {};
 }

@@ -21,7 +21,8 @@ struct JsonSchemaOptions {
 Result<Grammar> json_schema_grammar(std::string_view schema_text,
                                     const JsonSchemaOptions& opt = {});
 
-/// Grammar of any compact JSON object (response_format json_object), nesting up to 100 deep.
+/// Grammar of any compact JSON object (response_format json_object); nesting is bounded by the
+/// parser's stack limit (kMaxStackDepth frames).
 Result<Grammar> json_object_grammar();
 
 }  // namespace novaserve::grammar
