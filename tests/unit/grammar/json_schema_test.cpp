@@ -240,3 +240,32 @@ TEST(GrammarJsonSchema, JsonObjectMode) {
 
 }  // namespace
 }  // namespace novaserve::grammar
+
+namespace novaserve::grammar {
+namespace {
+
+TEST(GrammarJsonSchema, OneOfMadeExclusiveAndNotRequired) {
+  if (grammar_test::compiler() == nullptr) GTEST_SKIP() << "default model missing";
+  // Branches that differ by required keys: each branch never emits the others' keys.
+  auto g = ok(R"({"type":"object","properties":{"radius":{"type":"number"},
+      "width":{"type":"number"},"height":{"type":"number"}},
+      "oneOf":[{"required":["radius"]},{"required":["width","height"]}]})");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(accepts(g, R"({"radius":1})"));
+  EXPECT_TRUE(accepts(g, R"({"width":1,"height":2})"));
+  EXPECT_FALSE(accepts(g, R"({"radius":1,"width":1,"height":2})"));  // valid for both: invalid
+  for (bool unlisted : {false, true}) {
+    auto n = ok(R"({"type":"object","properties":{"cmd":{"type":"string"},"args":{"type":"string"}},
+                    "not":{"allOf":[{"required":["cmd"]},{"required":["args"]}]}})",
+                unlisted);
+    ASSERT_TRUE(n);
+    EXPECT_TRUE(accepts(n, R"({"cmd":"x"})"));
+    EXPECT_FALSE(accepts(n, R"({"cmd":"x","args":"y"})")) << unlisted;
+  }
+  auto nn = ok(R"({"not":{"not":{"type":"integer"}}})");
+  EXPECT_TRUE(accepts(nn, "3"));
+  EXPECT_FALSE(accepts(nn, R"("x")"));
+}
+
+}  // namespace
+}  // namespace novaserve::grammar
