@@ -17,7 +17,7 @@
 namespace novaserve::grammar {
 
 inline constexpr int kMaxSchemaDepth = 100;        ///< schema nesting the compiler follows
-inline constexpr int64_t kMaxStringLength = 2000;  ///< larger length bounds unroll too far
+inline constexpr int64_t kMaxStringLength = 1000;  ///< larger length bounds unroll too far
 
 /// "unsupported keyword 'k' at /ptr[: why]".
 Error unsupported(const std::string& k, const std::string& at, const std::string& why = "");
