@@ -3,9 +3,7 @@
 #include <array>
 #include <map>
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
+#include "grammar/json_instance_check.h"
 #include "grammar/json_lexemes.h"
 #include "grammar/json_schema_compiler.h"
 
@@ -14,22 +12,6 @@ namespace {
 
 const Json kTrue = true;
 const Json kEmptyObject = Json::object();
-
-// Whether `name` matches the patternProperties regex `pattern` (searched, as JSON Schema does).
-// Error when PCRE2 cannot compile it.
-Result<bool> pattern_matches(const std::string& pattern, const std::string& name) {
-  int code = 0;
-  PCRE2_SIZE offset = 0;
-  pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                 PCRE2_UTF, &code, &offset, nullptr);
-  if (re == nullptr) return Err(ErrorCode::kInvalidInput, "bad patternProperties regex");
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(re, nullptr);
-  const int rc =
-      pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(name.data()), name.size(), 0, 0, md, nullptr);
-  pcre2_match_data_free(md);
-  pcre2_code_free(re);
-  return rc >= 0;
-}
 
 int64_t count_keyword(const Json& s, const char* k, int64_t dflt) {
   if (!s.contains(k) || !s[k].is_number()) return dflt;

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "grammar/json_instance_check.h"
 #include "grammar/json_lexemes.h"
 #include "grammar/json_schema_compiler.h"
 
@@ -69,6 +70,10 @@ Result<uint32_t> SchemaCompiler::value(const Json* s, const std::string& at, int
 
 Status SchemaCompiler::body(uint32_t r, const Json& s, const std::string& at, int depth) {
   if (s.is_boolean()) return s.get<bool>() ? alt_rule(r, values_.any_value()) : Status{};
+  if (s.is_object() && (s.contains("enum") || s.contains("const")) && !s.contains("anyOf") &&
+      !s.contains("oneOf")) {
+    return enumeration(r, s, at);  // every other keyword is checked on the values
+  }
   if (!s.is_object())
     return Err(ErrorCode::kInvalidInput, "schema at " + at + " is not an object or boolean");
   const bool is_listed_object = s.contains("properties") || s.contains("required");
@@ -101,10 +106,7 @@ Status SchemaCompiler::body(uint32_t r, const Json& s, const std::string& at, in
   const bool any_of = s.contains("anyOf"), one_of = s.contains("oneOf");
   if (any_of && one_of) return unsupported("oneOf", at, "together with anyOf");
   if (any_of || one_of) return alternatives(r, s, any_of ? "anyOf" : "oneOf", at, depth);
-  if (s.contains("enum") || s.contains("const")) {
-    if (not_bits != 0) return unsupported("not", at, "with enum");
-    return enumeration(r, s, at);
-  }
+  if (s.contains("enum") || s.contains("const")) return enumeration(r, s, at);
   const unsigned bits = type_bits(s) & ~not_bits;
   if ((bits & 64) && !(bits & 32)) return unsupported("not", at, "non-integral numbers only");
   if (bits & 1) b_.add_alt(r, GrammarBuilder::literal("null"));
@@ -203,12 +205,18 @@ Status SchemaCompiler::alternatives(uint32_t r, const Json& s, const char* key,
 }
 
 Status SchemaCompiler::enumeration(uint32_t r, const Json& s, const std::string& at) {
-  if (has_assertions(s, {"enum", "const", "type", "nullable", "minLength", "maxLength", "minimum",
-                         "maximum", "format"})) {
-    return unsupported("enum", at, "combined with other constraints");
-  }
   Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
   if (!values.is_array()) return unsupported("enum", at, "must be an array");
+  if (has_assertions(s, {"enum", "const", "type", "nullable"})) {
+    // Other keywords: keep the values that satisfy the whole schema.
+    for (const Json& v : values) {
+      const auto valid = instance_valid(doc_, s, v);
+      if (!valid)
+        return unsupported("enum", at, "combined with a keyword checked only at run time");
+      if (*valid) NOVASERVE_RETURN_IF_ERROR(lexeme(r, Rx::lit(v.dump())));
+    }
+    return {};
+  }
   Json types = Json::object();
   if (s.contains("type")) types["type"] = s["type"];
   if (s.contains("nullable")) types["nullable"] = s["nullable"];
