@@ -269,3 +269,23 @@ TEST(GrammarJsonSchema, OneOfMadeExclusiveAndNotRequired) {
 
 }  // namespace
 }  // namespace novaserve::grammar
+
+namespace novaserve::grammar {
+namespace {
+
+TEST(GrammarJsonSchema, EnumValuesFilteredByTheOtherKeywords) {
+  if (grammar_test::compiler() == nullptr) GTEST_SKIP() << "default model missing";
+  auto g = ok(R"({"enum":["a","bb","ccc",5,{"k":1}],"minLength":2,"pattern":"^b","maximum":3,
+                  "properties":{"k":{"type":"string"}}})");
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(accepts(g, R"("bb")"));
+  for (const char* v : {R"("a")", R"("ccc")", "5", R"({"k":1})"}) EXPECT_FALSE(accepts(g, v)) << v;
+  auto n = ok(R"({"enum":[1,"x",null],"not":{"type":"string"}})");
+  EXPECT_TRUE(accepts(n, "1"));
+  EXPECT_FALSE(accepts(n, R"("x")"));
+  // A keyword that cannot be checked on the values refuses the schema.
+  EXPECT_FALSE(schema(R"({"enum":["a"],"format":"date"})").ok());
+}
+
+}  // namespace
+}  // namespace novaserve::grammar
