@@ -131,11 +131,16 @@ Result<CompiledGrammarPtr> GrammarCompiler::compile(const GrammarSpec& spec) {
   return compiled;
 }
 
+// A matcher's arena only grows (memoized states of this request); past this many states it is
+// rebuilt from the output so far, which bounds its memory at an amortized O(1) cost per byte.
+constexpr size_t kMaxMatcherStates = 200'000;
+
 struct GrammarMatcher::State {
   explicit State(const CompiledGrammar& g) : arena(g.flat()) {}
   PdaArena arena;
   uint32_t current = kDeadState;
   bool stopped = false;  // a stop token was accepted
+  std::string output;    // bytes accepted so far (to rebuild the arena)
   std::vector<uint32_t> path;
   std::vector<uint32_t> seen;
 };
@@ -163,12 +168,21 @@ bool GrammarMatcher::is_terminated() const {
 
 bool GrammarMatcher::accept_string(std::string_view bytes) {
   if (state_->stopped) return bytes.empty();
+  if (state_->arena.state_count() > kMaxMatcherStates) {
+    auto fresh = std::make_unique<State>(*grammar_);
+    uint32_t r = fresh->arena.rule_start(grammar_->flat().root);
+    for (unsigned char c : state_->output) r = fresh->arena.step(r, c);
+    fresh->current = r;
+    fresh->output = std::move(state_->output);
+    state_ = std::move(fresh);
+  }
   uint32_t s = state_->current;
   for (unsigned char c : bytes) {
     s = state_->arena.step(s, c);
     if (s == kDeadState) return false;
   }
   state_->current = s;
+  state_->output.append(bytes);
   return true;
 }
 

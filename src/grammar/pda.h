@@ -69,6 +69,7 @@ class PdaArena {
   /// True when `s` can consume more input or has completed (not dead).
   bool alive(uint32_t s) const { return s != kDeadState; }
   size_t node_count() const { return nodes_.size(); }
+  size_t state_count() const { return states_.size(); }
 
  private:
   uint32_t intern_node(uint32_t pos, uint32_t parent);
