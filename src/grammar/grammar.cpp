@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <mutex>
+#include <exception>
 #include <new>
 #include <unordered_map>
 
@@ -120,6 +121,8 @@ Result<CompiledGrammarPtr> GrammarCompiler::compile(const GrammarSpec& spec) {
         std::make_shared<const CompiledGrammar>(impl_->vocab, g.value(), &impl_->lexeme_masks);
   } catch (const std::bad_alloc&) {
     return Err(ErrorCode::kInvalidInput, "grammar too large (out of memory while compiling)");
+  } catch (const std::exception& e) {  // a front end's library threw on odd input
+    return Err(ErrorCode::kInvalidInput, std::string("grammar compilation failed: ") + e.what());
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->cached >= kMaxCachedGrammars) {  // simple bound: start over
