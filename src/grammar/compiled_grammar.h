@@ -32,9 +32,9 @@ struct VocabBytes {
 /// leave the frame mid-token, and only their bytes after that point (the trie's strings) depend
 /// on the stack below.
 struct PositionMask {
-  std::vector<uint32_t> bits;    ///< accepted, as a bitmask (dense case) ...
-  std::vector<int32_t> list;     ///< ... or as a list (sparse case)
-  TokenTrie uncertain;           ///< suffix after leaving the frame -> token ids
+  std::vector<uint32_t> bits;  ///< accepted, as a bitmask (dense case) ...
+  std::vector<int32_t> list;   ///< ... or as a list (sparse case)
+  TokenTrie uncertain;         ///< suffix after leaving the frame -> token ids
 };
 
 /// Position masks of lexemes, shared by every grammar of one compiler: a lexeme's masks depend

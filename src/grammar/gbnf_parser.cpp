@@ -53,8 +53,8 @@ class GbnfParser {
         ++col;
       }
     }
-    return Err(ErrorCode::kInvalidInput,
-               "GBNF line " + std::to_string(line) + ", column " + std::to_string(col) + ": " + what);
+    return Err(ErrorCode::kInvalidInput, "GBNF line " + std::to_string(line) + ", column " +
+                                             std::to_string(col) + ": " + what);
   }
 
   void skip_space() {
@@ -204,14 +204,27 @@ class GbnfParser {
     }
     const char e = src_[pos_++];
     switch (e) {
-      case 'n': return '\n';
-      case 'r': return '\r';
-      case 't': return '\t';
-      case '\\': case '"': case '[': case ']': case '-': case '^': case '/': case '\'':
+      case 'n':
+        return '\n';
+      case 'r':
+        return '\r';
+      case 't':
+        return '\t';
+      case '\\':
+      case '"':
+      case '[':
+      case ']':
+      case '-':
+      case '^':
+      case '/':
+      case '\'':
         return e;
-      case 'x': return read_hex(2, at);
-      case 'u': return read_hex(4, at);
-      case 'U': return read_hex(8, at);
+      case 'x':
+        return read_hex(2, at);
+      case 'u':
+        return read_hex(4, at);
+      case 'U':
+        return read_hex(8, at);
       default:
         err_ = error_at(at, std::string("unknown escape '\\") + e + "'");
         return -1;
@@ -309,6 +322,8 @@ class GbnfParser {
 
 }  // namespace
 
-Result<Grammar> parse_gbnf(std::string_view source) { return GbnfParser(source).parse(); }
+Result<Grammar> parse_gbnf(std::string_view source) {
+  return GbnfParser(source).parse();
+}
 
 }  // namespace novaserve::grammar

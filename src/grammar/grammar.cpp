@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <mutex>
+#include <exception>
 #include <new>
 #include <unordered_map>
 
@@ -44,7 +45,8 @@ Result<Grammar> build(const GrammarSpec& spec) {
     case GrammarSpec::Kind::kJsonObject:
       return json_object_grammar();
     case GrammarSpec::Kind::kJsonSchema:
-      return json_schema_grammar(spec.text, {.allow_unlisted_properties = spec.allow_unlisted_properties});
+      return json_schema_grammar(spec.text,
+                                 {.allow_unlisted_properties = spec.allow_unlisted_properties});
     case GrammarSpec::Kind::kGbnf:
       return parse_gbnf(spec.text);
     case GrammarSpec::Kind::kRegex:
@@ -92,9 +94,13 @@ GrammarCompiler::GrammarCompiler(const Vocab& vocab, int32_t eos_id,
 
 GrammarCompiler::~GrammarCompiler() = default;
 
-int32_t GrammarCompiler::vocab_size() const { return impl_->vocab->vocab_size; }
+int32_t GrammarCompiler::vocab_size() const {
+  return impl_->vocab->vocab_size;
+}
 
-const std::vector<int32_t>& GrammarCompiler::stop_token_ids() const { return impl_->vocab->stops; }
+const std::vector<int32_t>& GrammarCompiler::stop_token_ids() const {
+  return impl_->vocab->stops;
+}
 
 Result<CompiledGrammarPtr> GrammarCompiler::compile(const GrammarSpec& spec) {
   const uint64_t h = spec_hash(spec);
@@ -111,9 +117,12 @@ Result<CompiledGrammarPtr> GrammarCompiler::compile(const GrammarSpec& spec) {
   try {
     auto g = build(spec);
     if (!g.ok()) return g.error();
-    compiled = std::make_shared<const CompiledGrammar>(impl_->vocab, g.value(), &impl_->lexeme_masks);
+    compiled =
+        std::make_shared<const CompiledGrammar>(impl_->vocab, g.value(), &impl_->lexeme_masks);
   } catch (const std::bad_alloc&) {
     return Err(ErrorCode::kInvalidInput, "grammar too large (out of memory while compiling)");
+  } catch (const std::exception& e) {  // a front end's library threw on odd input
+    return Err(ErrorCode::kInvalidInput, std::string("grammar compilation failed: ") + e.what());
   }
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->cached >= kMaxCachedGrammars) {  // simple bound: start over
@@ -125,11 +134,16 @@ Result<CompiledGrammarPtr> GrammarCompiler::compile(const GrammarSpec& spec) {
   return compiled;
 }
 
+// A matcher's arena only grows (memoized states of this request); past this many states it is
+// rebuilt from the output so far, which bounds its memory at an amortized O(1) cost per byte.
+constexpr size_t kMaxMatcherStates = 200'000;
+
 struct GrammarMatcher::State {
   explicit State(const CompiledGrammar& g) : arena(g.flat()) {}
   PdaArena arena;
   uint32_t current = kDeadState;
   bool stopped = false;  // a stop token was accepted
+  std::string output;    // bytes accepted so far (to rebuild the arena)
   std::vector<uint32_t> path;
   std::vector<uint32_t> seen;
 };
@@ -157,12 +171,21 @@ bool GrammarMatcher::is_terminated() const {
 
 bool GrammarMatcher::accept_string(std::string_view bytes) {
   if (state_->stopped) return bytes.empty();
+  if (state_->arena.state_count() > kMaxMatcherStates) {
+    auto fresh = std::make_unique<State>(*grammar_);
+    uint32_t r = fresh->arena.rule_start(grammar_->flat().root);
+    for (unsigned char c : state_->output) r = fresh->arena.step(r, c);
+    fresh->current = r;
+    fresh->output = std::move(state_->output);
+    state_ = std::move(fresh);
+  }
   uint32_t s = state_->current;
   for (unsigned char c : bytes) {
     s = state_->arena.step(s, c);
     if (s == kDeadState) return false;
   }
   state_->current = s;
+  state_->output.append(bytes);
   return true;
 }
 

@@ -19,8 +19,9 @@ namespace novaserve::grammar {
 /// What a request asks for.
 struct GrammarSpec {
   enum class Kind {
-    kJsonObject,  ///< any JSON object (OpenAI response_format json_object); `text` unused
-    kJsonSchema,  ///< `text` is the JSON Schema document (JSON text)
+    kJsonObject,  ///< any JSON object, compact (OpenAI response_format json_object); `text` unused
+    kJsonSchema,  ///< `text` is the JSON Schema document (JSON text); output is compact JSON with
+                  ///< object keys in `properties` order (docs/structured-outputs.md)
     kGbnf,        ///< `text` is llama.cpp GBNF source; the start rule is `root`
     kRegex,       ///< `text` is a regex the whole output must match (anchored both ends)
     kChoice,      ///< the output is exactly one of `choices`
@@ -48,7 +49,9 @@ class GrammarCompiler {
   /// (SPM U+2581 = space, <0xNN> byte tokens, GPT-2 byte-level characters); control, unknown
   /// and unused tokens are never allowed by a grammar. Stop tokens: `eos_id`, the vocabulary's
   /// eos/eot/eom ids and `extra_stop_ids` (e.g. every id for which Tokenizer::is_eog holds);
-  /// -1 entries are ignored. Builds the token trie once (about 50 ms for 49k tokens).
+  /// -1 entries are ignored. Pieces longer than 64 bytes are never allowed (see
+  /// kMaxTokenBytes in grammar_ir.h). Builds the token trie once (tens of milliseconds for 49k
+  /// tokens).
   GrammarCompiler(const Vocab& vocab, int32_t eos_id, std::vector<int32_t> extra_stop_ids = {});
   ~GrammarCompiler();
   GrammarCompiler(const GrammarCompiler&) = delete;

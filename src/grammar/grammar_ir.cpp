@@ -58,9 +58,13 @@ Seq GrammarBuilder::star(const Seq& x) {
   return {Element::ref(r)};
 }
 
-Seq GrammarBuilder::optional(const Seq& x) { return alt({x, {}}); }
+Seq GrammarBuilder::optional(const Seq& x) {
+  return alt({x, {}});
+}
 
-Seq GrammarBuilder::nothing() { return {Element::ref(new_rule("nothing"))}; }
+Seq GrammarBuilder::nothing() {
+  return {Element::ref(new_rule("nothing"))};
+}
 
 Seq GrammarBuilder::alt(std::vector<Seq> alts) {
   if (alts.size() == 1 && alts[0].size() == 1) return alts[0];
@@ -190,8 +194,7 @@ std::vector<bool> fixpoint(const std::vector<Rule>& rules, TerminalOk terminal_o
 Result<Grammar> finish_grammar(std::vector<Rule> rules, uint32_t root) {
   if (root >= rules.size()) return Err(ErrorCode::kInvalidInput, "grammar has no root rule");
   // Productive rules (derive at least one string); a reference is counted once per occurrence.
-  const std::vector<bool> productive =
-      fixpoint(rules, [](const ByteSet& b) { return !b.empty(); });
+  const std::vector<bool> productive = fixpoint(rules, [](const ByteSet& b) { return !b.empty(); });
   if (!productive[root]) {
     return Err(ErrorCode::kInvalidInput, "unsatisfiable: the grammar matches no output");
   }

@@ -102,7 +102,9 @@ class GrammarBuilder {
 };
 
 /// Appends `b` to `a`.
-inline void append(Seq& a, const Seq& b) { a.insert(a.end(), b.begin(), b.end()); }
+inline void append(Seq& a, const Seq& b) {
+  a.insert(a.end(), b.begin(), b.end());
+}
 
 /// A checked grammar: rules reachable from `root`, every alternative productive.
 struct Grammar {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "grammar/grammar_ir.h"
 #include "grammar/json_schema_doc.h"
@@ -15,12 +16,22 @@
 
 namespace novaserve::grammar {
 
-inline constexpr int kMaxSchemaDepth = 100;      ///< schema nesting the compiler follows
-inline constexpr int64_t kMaxStringLength = 2000;  ///< larger length bounds unroll too far
+inline constexpr int kMaxSchemaDepth = 100;        ///< schema nesting the compiler follows
+inline constexpr int64_t kMaxStringLength = 1000;  ///< larger length bounds unroll too far
 
 /// "unsupported keyword 'k' at /ptr[: why]".
 Error unsupported(const std::string& k, const std::string& at, const std::string& why = "");
-inline std::string child(const std::string& at, std::string_view k) { return at + "/" + std::string(k); }
+/// For {"required": [...]} or {"allOf": [{"required": [...]}, ...]} (no other assertions): the
+/// union of the names, which must not all be present; std::nullopt for other schemas.
+std::optional<std::vector<std::string>> not_required_sets(const Json& n);
+
+/// Internal keyword (never in user schemas' assertions): names an object branch must not carry,
+/// added by oneOf to make its branches exclusive.
+inline constexpr const char* kForbiddenKeys = "x-novaserve-forbidden-keys";
+
+inline std::string child(const std::string& at, std::string_view k) {
+  return at + "/" + std::string(k);
+}
 
 class SchemaCompiler {
  public:
@@ -49,7 +60,7 @@ class SchemaCompiler {
   /// quoted; names with characters JSON escapes are never produced anyway.
   uint32_t key_not_in(const std::vector<std::string>& names);
   /// True when no object this grammar emits for `a` satisfies `b` (oneOf exclusivity).
-  bool emitted_excludes(const Json& a, const Json& b);
+  bool emitted_excludes(const Json& a, const Json& b, const std::vector<std::string>& forbidden);
 
   JsonSchemaOptions opt_;
   GrammarBuilder b_;

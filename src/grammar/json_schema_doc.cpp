@@ -7,15 +7,52 @@
 namespace novaserve::grammar {
 namespace {
 
-constexpr std::array<std::string_view, 46> kAssertions = {
-    "type", "enum", "const", "properties", "required", "additionalProperties",
-    "patternProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
-    "uniqueItems", "contains", "minContains", "maxContains", "minLength", "maxLength", "pattern",
-    "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-    "anyOf", "oneOf", "allOf", "not", "if", "$ref", "$dynamicRef", "$recursiveRef",
-    "dependencies", "dependentRequired", "dependentSchemas", "propertyNames", "minProperties",
-    "maxProperties", "unevaluatedProperties", "unevaluatedItems", "nullable", "then", "else",
-    "contentEncoding", "contentMediaType"};
+constexpr std::array<std::string_view, 46> kAssertions = {"type",
+                                                          "enum",
+                                                          "const",
+                                                          "properties",
+                                                          "required",
+                                                          "additionalProperties",
+                                                          "patternProperties",
+                                                          "items",
+                                                          "prefixItems",
+                                                          "additionalItems",
+                                                          "minItems",
+                                                          "maxItems",
+                                                          "uniqueItems",
+                                                          "contains",
+                                                          "minContains",
+                                                          "maxContains",
+                                                          "minLength",
+                                                          "maxLength",
+                                                          "pattern",
+                                                          "format",
+                                                          "minimum",
+                                                          "maximum",
+                                                          "exclusiveMinimum",
+                                                          "exclusiveMaximum",
+                                                          "multipleOf",
+                                                          "anyOf",
+                                                          "oneOf",
+                                                          "allOf",
+                                                          "not",
+                                                          "if",
+                                                          "$ref",
+                                                          "$dynamicRef",
+                                                          "$recursiveRef",
+                                                          "dependencies",
+                                                          "dependentRequired",
+                                                          "dependentSchemas",
+                                                          "propertyNames",
+                                                          "minProperties",
+                                                          "maxProperties",
+                                                          "unevaluatedProperties",
+                                                          "unevaluatedItems",
+                                                          "nullable",
+                                                          "then",
+                                                          "else",
+                                                          "contentEncoding",
+                                                          "contentMediaType"};
 
 Error merge_error(const std::string& k, const std::string& at) {
   return Err(ErrorCode::kInvalidInput, "allOf: cannot merge '" + k + "' at " + at);
@@ -74,8 +111,14 @@ unsigned type_bits(const Json& s) {
     for (const Json& name : type_list(s)) {
       if (!name.is_string()) return kAll;
       const std::string n = name.get<std::string>();
-      t |= n == "null" ? 1 : n == "boolean" ? 2 : n == "object" ? 4 : n == "array" ? 8
-         : n == "string" ? 16 : n == "integer" ? 32 : n == "number" ? 96 : 0;
+      t |= n == "null"      ? 1
+           : n == "boolean" ? 2
+           : n == "object"  ? 4
+           : n == "array"   ? 8
+           : n == "string"  ? 16
+           : n == "integer" ? 32
+           : n == "number"  ? 96
+                            : 0;
     }
     if (s.value("nullable", false)) t |= 1;
     bits &= t;
@@ -91,25 +134,28 @@ unsigned type_bits(const Json& s) {
 
 Result<const Json*> SchemaDoc::resolve(std::string_view ref, const std::string& at) const {
   if (ref.empty() || ref[0] != '#') {
-    return Err(ErrorCode::kInvalidInput,
-               "unsupported keyword '$ref' at " + at + ": only local references (#/...) are supported");
+    return Err(ErrorCode::kInvalidInput, "unsupported keyword '$ref' at " + at +
+                                             ": only local references (#/...) are supported");
   }
   ref.remove_prefix(1);
   const Json* cur = &root_;
   if (ref.empty()) return cur;
   if (ref[0] != '/') {
-    return Err(ErrorCode::kInvalidInput, "unsupported keyword '$ref' at " + at + ": anchors are not supported");
+    return Err(ErrorCode::kInvalidInput,
+               "unsupported keyword '$ref' at " + at + ": anchors are not supported");
   }
   size_t i = 1;
   while (true) {
     const size_t end = ref.find('/', i);
     std::string token;
-    const std::string_view raw = ref.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
+    const std::string_view raw =
+        ref.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
     for (size_t k = 0; k < raw.size(); ++k) {
       if (raw[k] == '~' && k + 1 < raw.size()) {
         token += raw[k + 1] == '1' ? '/' : '~';
         ++k;
-      } else if (raw[k] == '%' && k + 2 < raw.size() && std::isxdigit(static_cast<unsigned char>(raw[k + 1])) &&
+      } else if (raw[k] == '%' && k + 2 < raw.size() &&
+                 std::isxdigit(static_cast<unsigned char>(raw[k + 1])) &&
                  std::isxdigit(static_cast<unsigned char>(raw[k + 2]))) {
         token += static_cast<char>(std::stoi(std::string(raw.substr(k + 1, 2)), nullptr, 16));
         k += 2;
@@ -119,11 +165,13 @@ Result<const Json*> SchemaDoc::resolve(std::string_view ref, const std::string& 
     }
     if (cur->is_object() && cur->contains(token)) {
       cur = &(*cur)[token];
-    } else if (cur->is_array() && !token.empty() && token.find_first_not_of("0123456789") == std::string::npos &&
-               token.size() < 9 && std::stoul(token) < cur->size()) {
+    } else if (cur->is_array() && !token.empty() &&
+               token.find_first_not_of("0123456789") == std::string::npos && token.size() < 9 &&
+               std::stoul(token) < cur->size()) {
       cur = &(*cur)[std::stoul(token)];
     } else {
-      return Err(ErrorCode::kInvalidInput, "$ref '#" + std::string(ref) + "' at " + at + " not found");
+      return Err(ErrorCode::kInvalidInput,
+                 "$ref '#" + std::string(ref) + "' at " + at + " not found");
     }
     if (end == std::string_view::npos) return cur;
     i = end + 1;
@@ -135,7 +183,16 @@ Result<const Json*> SchemaDoc::normalize(const Json* s, const std::string& at, i
   if (auto it = normalized_.find(s); it != normalized_.end()) return it->second;
   if (depth > 64) return Err(ErrorCode::kInvalidInput, "$ref/allOf chain too long at " + at);
   const Json* out = s;
-  if (s->contains("$ref") && (*s)["$ref"].is_string()) {
+  if (s->contains("not") && (*s)["not"].is_object() && (*s)["not"].contains("not") &&
+      !has_assertions((*s)["not"], {"not"})) {
+    // not(not X) is X: rewrite as allOf so that it merges with the siblings.
+    Json t = assertions_only(*s, {"not"});
+    if (!t.contains("allOf") || !t["allOf"].is_array()) t["allOf"] = Json::array();
+    t["allOf"].push_back((*s)["not"]["not"]);
+    auto n = normalize(own(std::move(t)), at, depth + 1);
+    if (!n.ok()) return n.error();
+    out = n.value();
+  } else if (s->contains("$ref") && (*s)["$ref"].is_string()) {
     auto target = resolve((*s)["$ref"].get<std::string>(), at);
     if (!target.ok()) return target.error();
     auto t = normalize(target.value(), at, depth + 1);
@@ -186,12 +243,17 @@ Result<Json> SchemaDoc::merge(const Json& a, const Json& b, const std::string& a
       Json both = Json::array();
       for (const Json& x : type_list(a)) {
         for (const Json& y : type_list(b)) {
-          if (x == y) both.push_back(x);
-          else if (x == "number" && y == "integer") both.push_back(y);
-          else if (x == "integer" && y == "number") both.push_back(x);
+          if (x == y)
+            both.push_back(x);
+          else if (x == "number" && y == "integer")
+            both.push_back(y);
+          else if (x == "integer" && y == "number")
+            both.push_back(x);
         }
       }
-      if (both.empty()) return Err(ErrorCode::kInvalidInput, "unsatisfiable schema at " + at + ": allOf types do not intersect");
+      if (both.empty())
+        return Err(ErrorCode::kInvalidInput,
+                   "unsatisfiable schema at " + at + ": allOf types do not intersect");
       va = both;
     } else if (k == "properties" && va.is_object() && vb.is_object()) {
       for (const auto& [p, sb] : vb.items()) {
@@ -213,7 +275,9 @@ Result<Json> SchemaDoc::merge(const Json& a, const Json& b, const std::string& a
       for (const Json& x : va) {
         if (std::find(vb.begin(), vb.end(), x) != vb.end()) both.push_back(x);
       }
-      if (both.empty()) return Err(ErrorCode::kInvalidInput, "unsatisfiable schema at " + at + ": allOf enums do not intersect");
+      if (both.empty())
+        return Err(ErrorCode::kInvalidInput,
+                   "unsatisfiable schema at " + at + ": allOf enums do not intersect");
       va = both;
     } else if ((k == "minLength" || k == "minItems" || k == "minProperties" || k == "minimum") &&
                va.is_number() && vb.is_number()) {
@@ -239,7 +303,8 @@ Result<Json> SchemaDoc::merge(const Json& a, const Json& b, const std::string& a
       if (ap.is_boolean() && !ap.get<bool>()) {
         const Json& req = out.value("required", Json::array());
         if (std::find(req.begin(), req.end(), p) != req.end()) {
-          return Err(ErrorCode::kInvalidInput, "unsatisfiable schema at " + at + ": required '" + p + "' is not allowed by additionalProperties");
+          return Err(ErrorCode::kInvalidInput, "unsatisfiable schema at " + at + ": required '" +
+                                                   p + "' is not allowed by additionalProperties");
         }
         out["properties"].erase(p);
       } else if (ap.is_object()) {
@@ -286,7 +351,8 @@ bool SchemaDoc::disjoint(const Json& a, const Json& b, int depth) {
     if (!r.is_string()) continue;
     const std::string p = r.get<std::string>();
     if (forbids(b, pb, p)) return true;
-    if (std::find(rb.begin(), rb.end(), r) == rb.end() || !pa.contains(p) || !pb.contains(p)) continue;
+    if (std::find(rb.begin(), rb.end(), r) == rb.end() || !pa.contains(p) || !pb.contains(p))
+      continue;
     auto na = normalize(&pa[p], "", 0);
     auto nb = normalize(&pb[p], "", 0);
     if (na.ok() && nb.ok() && disjoint(*na.value(), *nb.value(), depth + 1)) return true;

@@ -18,9 +18,11 @@ struct JsonSchemaOptions {
 /// Grammar of the compact JSON texts valid under `schema_text` (a subset of them where the
 /// docs say so, never a superset). Errors (kInvalidInput): bad JSON, "unsupported keyword 'K'
 /// at /ptr", "unsatisfiable schema at /ptr", nesting deeper than 100 levels or over size limits.
-Result<Grammar> json_schema_grammar(std::string_view schema_text, const JsonSchemaOptions& opt = {});
+Result<Grammar> json_schema_grammar(std::string_view schema_text,
+                                    const JsonSchemaOptions& opt = {});
 
-/// Grammar of any compact JSON object (response_format json_object), nesting up to 100 deep.
+/// Grammar of any compact JSON object (response_format json_object); nesting is bounded by the
+/// parser's stack limit (kMaxStackDepth frames).
 Result<Grammar> json_object_grammar();
 
 }  // namespace novaserve::grammar

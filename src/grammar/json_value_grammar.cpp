@@ -34,7 +34,8 @@ void JsonValueGrammar::build() {
   append(arr, GrammarBuilder::literal("]"));
   b_.add_alt(array_, std::move(arr));
   for (uint32_t r : {object_, array_, string_, number_}) b_.add_alt(value_, {Element::ref(r)});
-  for (const char* lit : {"true", "false", "null"}) b_.add_alt(value_, GrammarBuilder::literal(lit));
+  for (const char* lit : {"true", "false", "null"})
+    b_.add_alt(value_, GrammarBuilder::literal(lit));
 }
 
 uint32_t JsonValueGrammar::any_value() {

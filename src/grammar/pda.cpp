@@ -150,7 +150,8 @@ uint32_t PdaArena::step(uint32_t s, uint8_t b) {
   }
   const uint32_t r = work_.empty() ? kDeadState : closure(work_);
   if (dense_) {
-    if (dense_steps_.size() < states_.size() * 256) dense_steps_.resize(states_.size() * 256 * 2, UINT32_MAX);
+    if (dense_steps_.size() < states_.size() * 256)
+      dense_steps_.resize(states_.size() * 256 * 2, UINT32_MAX);
     dense_steps_[key] = r;
   } else {
     steps_.emplace(key, r);

@@ -35,8 +35,8 @@ struct FlatGrammar {
   static FlatGrammar from(const Grammar& g);
 };
 
-inline constexpr uint32_t kDeadState = 0;     ///< no stack survives
-inline constexpr uint32_t kBottom = 0;        ///< the parent of the outermost frame
+inline constexpr uint32_t kDeadState = 0;  ///< no stack survives
+inline constexpr uint32_t kBottom = 0;     ///< the parent of the outermost frame
 inline constexpr uint32_t kMaxStackDepth = 2000;
 inline constexpr size_t kMaxStateStacks = 4096;
 
@@ -69,6 +69,7 @@ class PdaArena {
   /// True when `s` can consume more input or has completed (not dead).
   bool alive(uint32_t s) const { return s != kDeadState; }
   size_t node_count() const { return nodes_.size(); }
+  size_t state_count() const { return states_.size(); }
 
  private:
   uint32_t intern_node(uint32_t pos, uint32_t parent);

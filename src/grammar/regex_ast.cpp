@@ -1,5 +1,7 @@
 #include "grammar/regex_ast.h"
 
+#include <algorithm>
+
 namespace novaserve::grammar {
 namespace {
 
@@ -33,7 +35,9 @@ void set_twins(GrammarBuilder& b, uint32_t first, uint32_t twin_first, uint32_t 
 
 }  // namespace
 
-uint32_t end_rule(GrammarBuilder& b) { return b.rule_of("end", {Seq{}}); }
+uint32_t end_rule(GrammarBuilder& b) {
+  return b.rule_of("end", {Seq{}});
+}
 
 uint32_t lower_rx(GrammarBuilder& b, const Rx& rx, uint32_t cont) {
   if (b.overflow()) return cont;
@@ -93,6 +97,47 @@ uint32_t lower_rx(GrammarBuilder& b, const Rx& rx, uint32_t cont) {
     }
   }
   return cont;
+}
+
+std::pair<int64_t, int64_t> rx_length_bounds(const Rx& rx) {
+  constexpr int64_t kCap = int64_t{1} << 40;
+  switch (rx.kind) {
+    case Rx::kEmpty:
+      return {0, 0};
+    case Rx::kBytes: {
+      int64_t n = 0;
+      for (unsigned char c : rx.bytes) n += (c & 0xC0) != 0x80;
+      return {n, n};
+    }
+    case Rx::kClass:
+      return {1, 1};
+    case Rx::kSeq: {
+      int64_t lo = 0, hi = 0;
+      for (const Rx& k : rx.kids) {
+        auto [a, b] = rx_length_bounds(k);
+        lo = std::min(lo + a, kCap);
+        hi = hi < 0 || b < 0 ? -1 : std::min(hi + b, kCap);
+      }
+      return {lo, hi};
+    }
+    case Rx::kAlt: {
+      if (rx.kids.empty()) return {kCap, 0};  // matches nothing
+      int64_t lo = kCap, hi = 0;
+      for (const Rx& k : rx.kids) {
+        auto [a, b] = rx_length_bounds(k);
+        lo = std::min(lo, a);
+        hi = hi < 0 || b < 0 ? -1 : std::max(hi, b);
+      }
+      return {lo, hi};
+    }
+    case Rx::kRepeat: {
+      auto [a, b] = rx_length_bounds(rx.kids[0]);
+      const int64_t lo = std::min(a * rx.min, kCap);
+      const int64_t hi = rx.max < 0 ? (b == 0 ? 0 : -1) : b < 0 ? -1 : std::min(b * rx.max, kCap);
+      return {lo, hi};
+    }
+  }
+  return {0, -1};
 }
 
 std::string rx_signature(const Rx& rx) {

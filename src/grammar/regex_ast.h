@@ -18,9 +18,9 @@ namespace novaserve::grammar {
 struct Rx {
   enum Kind { kEmpty, kBytes, kClass, kSeq, kAlt, kRepeat };
   Kind kind = kEmpty;
-  std::string bytes;      ///< kBytes: literal bytes
-  CodepointRanges cps;    ///< kClass: normalized code point ranges (UTF-8 encoded)
-  std::vector<Rx> kids;   ///< kSeq, kAlt; kRepeat: one child
+  std::string bytes;          ///< kBytes: literal bytes
+  CodepointRanges cps;        ///< kClass: normalized code point ranges (UTF-8 encoded)
+  std::vector<Rx> kids;       ///< kSeq, kAlt; kRepeat: one child
   int64_t min = 0, max = -1;  ///< kRepeat; max < 0 = unbounded
 
   static Rx lit(std::string_view b) {
@@ -70,6 +70,9 @@ uint32_t lower_rx(GrammarBuilder& b, const Rx& rx, uint32_t cont);
 /// tagged so that its token masks are shared by every grammar containing the same lexeme.
 /// `end` must be an end_rule().
 uint32_t lower_lexeme(GrammarBuilder& b, const Rx& rx, uint32_t end);
+
+/// Shortest and longest match of `rx` in characters (max -1: unbounded).
+std::pair<int64_t, int64_t> rx_length_bounds(const Rx& rx);
 
 /// A canonical text of `rx` (equal for equal expressions).
 std::string rx_signature(const Rx& rx);

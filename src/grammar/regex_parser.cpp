@@ -1,9 +1,8 @@
-#include "grammar/regex_ast.h"
-
 #include <algorithm>
 #include <cctype>
 #include <string>
 
+#include "grammar/regex_ast.h"
 #include "grammar/utf8_class.h"
 
 namespace novaserve::grammar {
@@ -13,10 +12,9 @@ constexpr int kMaxNesting = 200;
 constexpr size_t kMaxNodes = 200000;
 
 // ECMA-262 WhiteSpace and LineTerminator code points (\s).
-const CodepointRanges kSpace = {{0x09, 0x0D}, {0x20, 0x20},     {0xA0, 0xA0},
-                                {0x1680, 0x1680}, {0x2000, 0x200A}, {0x2028, 0x2029},
-                                {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000},
-                                {0xFEFF, 0xFEFF}};
+const CodepointRanges kSpace = {
+    {0x09, 0x0D},     {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+    {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 const CodepointRanges kDigit = {{'0', '9'}};
 const CodepointRanges kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 
@@ -73,9 +71,8 @@ class RegexParser {
 
  private:
   Error error(size_t at, const std::string& what) const {
-    return Err(ErrorCode::kInvalidInput,
-               "regex offset " + std::to_string(at) + ": " + what + " in '" +
-                   std::string(re_.substr(0, 200)) + "'");
+    return Err(ErrorCode::kInvalidInput, "regex offset " + std::to_string(at) + ": " + what +
+                                             " in '" + std::string(re_.substr(0, 200)) + "'");
   }
 
   CodepointRanges filter(CodepointRanges r) const {
@@ -175,18 +172,45 @@ class RegexParser {
     if (pos_ >= re_.size()) return error(at, "trailing backslash");
     const char e = re_[pos_++];
     switch (e) {
-      case 'd': r = kDigit; return {};
-      case 'w': r = kWord; return {};
-      case 's': r = kSpace; return {};
-      case 'D': r = ascii_complement(kDigit); *negated_shorthand = true; return {};
-      case 'W': r = ascii_complement(kWord); *negated_shorthand = true; return {};
-      case 'S': r = ascii_complement(kSpace); *negated_shorthand = true; return {};
-      case 't': r = {{'\t', '\t'}}; return {};
-      case 'n': r = {{'\n', '\n'}}; return {};
-      case 'r': r = {{'\r', '\r'}}; return {};
-      case 'f': r = {{'\f', '\f'}}; return {};
-      case 'v': r = {{'\v', '\v'}}; return {};
-      case '0': r = {{0, 0}}; return {};
+      case 'd':
+        r = kDigit;
+        return {};
+      case 'w':
+        r = kWord;
+        return {};
+      case 's':
+        r = kSpace;
+        return {};
+      case 'D':
+        r = ascii_complement(kDigit);
+        *negated_shorthand = true;
+        return {};
+      case 'W':
+        r = ascii_complement(kWord);
+        *negated_shorthand = true;
+        return {};
+      case 'S':
+        r = ascii_complement(kSpace);
+        *negated_shorthand = true;
+        return {};
+      case 't':
+        r = {{'\t', '\t'}};
+        return {};
+      case 'n':
+        r = {{'\n', '\n'}};
+        return {};
+      case 'r':
+        r = {{'\r', '\r'}};
+        return {};
+      case 'f':
+        r = {{'\f', '\f'}};
+        return {};
+      case 'v':
+        r = {{'\v', '\v'}};
+        return {};
+      case '0':
+        r = {{0, 0}};
+        return {};
       case 'x':
       case 'u': {
         const int digits = e == 'x' ? 2 : 4;
@@ -283,8 +307,8 @@ class RegexParser {
         if (pos_ < re_.size() && re_[pos_] == '?') {
           if (re_.substr(pos_, 2) == "?:") {
             pos_ += 2;
-          } else if (re_.substr(pos_, 2) == "?<" && pos_ + 2 < re_.size() &&
-                     re_[pos_ + 2] != '=' && re_[pos_ + 2] != '!') {
+          } else if (re_.substr(pos_, 2) == "?<" && pos_ + 2 < re_.size() && re_[pos_ + 2] != '=' &&
+                     re_[pos_ + 2] != '!') {
             const size_t close = re_.find('>', pos_);
             if (close == std::string_view::npos) return error(at, "bad group name");
             pos_ = close + 1;

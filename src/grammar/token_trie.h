@@ -13,9 +13,9 @@ namespace novaserve::grammar {
 class TokenTrie {
  public:
   struct Node {
-    uint8_t byte = 0;     ///< the byte that leads to this node (root: unused)
-    uint16_t depth = 0;   ///< bytes from the root
-    uint32_t end = 0;     ///< one past the last node of this subtree
+    uint8_t byte = 0;                     ///< the byte that leads to this node (root: unused)
+    uint16_t depth = 0;                   ///< bytes from the root
+    uint32_t end = 0;                     ///< one past the last node of this subtree
     uint32_t tok_begin = 0, tok_end = 0;  ///< tokens ending here: tokens()[tok_begin..tok_end)
   };
 

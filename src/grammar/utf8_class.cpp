@@ -8,7 +8,9 @@ namespace {
 
 using ByteRangeSeq = std::vector<std::pair<uint8_t, uint8_t>>;
 
-int utf8_length(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+int utf8_length(uint32_t cp) {
+  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
 
 // Splits [lo, hi] (same encoded length) until every byte position spans a full range, then
 // emits the byte ranges. Continuation bytes carry 6 bits each, so an aligned block of 64^i code
@@ -150,7 +152,8 @@ CodepointRanges subtract_ranges(const CodepointRanges& r, const CodepointRanges&
   return out;
 }
 
-std::vector<std::vector<std::pair<uint8_t, uint8_t>>> utf8_byte_sequences(const CodepointRanges& r) {
+std::vector<std::vector<std::pair<uint8_t, uint8_t>>> utf8_byte_sequences(
+    const CodepointRanges& r) {
   std::vector<ByteRangeSeq> seqs;
   for (auto [lo, hi] : r) split_range(lo, hi, seqs);
   return seqs;

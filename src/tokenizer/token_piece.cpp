@@ -44,14 +44,16 @@ std::string vocab_token_piece(const Vocab& v, int32_t id) {
     case TokenType::kByte: {
       const bool hex_form = text.size() == 6 && text.starts_with("<0x") && text[5] == '>' &&
                             hex_digit(text[3]) >= 0 && hex_digit(text[4]) >= 0;
-      return hex_form ? std::string(1, static_cast<char>(hex_digit(text[3]) * 16 + hex_digit(text[4])))
-                      : text;
+      return hex_form
+                 ? std::string(1, static_cast<char>(hex_digit(text[3]) * 16 + hex_digit(text[4])))
+                 : text;
     }
     case TokenType::kNormal:
     case TokenType::kUndefined:
       break;
   }
-  return v.model == VocabModel::kSpm ? replace_all(text, kSpmSpace, " ") : byte_level_to_bytes(text);
+  return v.model == VocabModel::kSpm ? replace_all(text, kSpmSpace, " ")
+                                     : byte_level_to_bytes(text);
 }
 
 }  // namespace novaserve

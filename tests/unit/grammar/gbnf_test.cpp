@@ -92,8 +92,9 @@ TEST(GrammarGbnf, Json) {
 
 TEST(GrammarGbnf, ListOfChoices) {
   REQUIRE_MODEL();
-  auto g = compile_ok(GrammarSpec::Kind::kGbnf,
-                      "root ::= item (\", \" item){0,3}\nitem ::= \"red\" | \"green\" | \"blue\"\n");
+  auto g =
+      compile_ok(GrammarSpec::Kind::kGbnf,
+                 "root ::= item (\", \" item){0,3}\nitem ::= \"red\" | \"green\" | \"blue\"\n");
   ASSERT_TRUE(g);
   EXPECT_TRUE(accepts(g, "red"));
   EXPECT_TRUE(accepts(g, "green, blue, red, red"));
@@ -152,8 +153,9 @@ TEST(GrammarGbnf, ErrorsNameLineAndColumn) {
 
 TEST(GrammarGbnf, LeftRecursionRefusedQuickly) {
   REQUIRE_MODEL();
-  for (const char* src : {"root ::= root \"a\" | \"a\"", "root ::= x\nx ::= y \"b\"\ny ::= x | \"c\"",
-                          "root ::= e\ne ::= e \"+\" t | t\nt ::= [0-9]"}) {
+  for (const char* src :
+       {"root ::= root \"a\" | \"a\"", "root ::= x\nx ::= y \"b\"\ny ::= x | \"c\"",
+        "root ::= e\ne ::= e \"+\" t | t\nt ::= [0-9]"}) {
     auto g = compiler()->compile({GrammarSpec::Kind::kGbnf, src, {}});
     ASSERT_FALSE(g.ok()) << src;
     EXPECT_NE(g.error().message.find("left recursion"), std::string::npos) << g.error().message;
@@ -199,7 +201,8 @@ TEST(GrammarRegex, CatastrophicPatternsRunInBoundedTime) {
 
 TEST(GrammarChoice, ExactlyOneOfTheChoices) {
   REQUIRE_MODEL();
-  auto g = compiler()->compile({GrammarSpec::Kind::kChoice, "", {"positive", "negative", "neutral"}});
+  auto g =
+      compiler()->compile({GrammarSpec::Kind::kChoice, "", {"positive", "negative", "neutral"}});
   ASSERT_TRUE(g.ok()) << g.error().message;
   EXPECT_TRUE(accepts(g.value(), "negative"));
   EXPECT_FALSE(accepts(g.value(), "neg"));

@@ -94,7 +94,8 @@ bool walk(const CompiledGrammarPtr& g, const std::string& text, Totals& t, bool 
     }
     const bool in_mask = (mask[ids[i] >> 5] >> (ids[i] & 31)) & 1;
     const bool accepted = m.accept_token(ids[i]);
-    EXPECT_EQ(in_mask, accepted) << "mask and accept_token disagree at token " << i << " of " << text;
+    EXPECT_EQ(in_mask, accepted) << "mask and accept_token disagree at token " << i << " of "
+                                 << text;
     if (!accepted) return false;
   }
   m.fill_next_token_mask(mask);  // the stop token must be allowed at the end
@@ -107,7 +108,9 @@ std::string reason_of(const std::string& msg) {
   if (q != std::string::npos) {
     const size_t e = msg.find('\'', q + 21);
     std::string r = "unsupported " + msg.substr(q + 21, e - q - 21);
-    if (msg.find("format '") != std::string::npos) r += " " + msg.substr(msg.find("format '") + 7, msg.find('\'', msg.find("format '") + 8) - msg.find("format '") - 6);
+    if (msg.find("format '") != std::string::npos)
+      r += " " + msg.substr(msg.find("format '") + 7,
+                            msg.find('\'', msg.find("format '") + 8) - msg.find("format '") - 6);
     if (msg.find("not provably exclusive") != std::string::npos) r += " (not provably exclusive)";
     return r;
   }
@@ -144,7 +147,9 @@ void run_maskbench(bool unlisted) {
     if (!g.ok()) {
       ++t.compile_error;
       ++t.refusals[reason_of(g.error().message)];
-      if (verbose) std::printf("  compile error %s: %s\n", f.filename().c_str(), g.error().message.substr(0, 300).c_str());
+      if (verbose)
+        std::printf("  compile error %s: %s\n", f.filename().c_str(),
+                    g.error().message.substr(0, 300).c_str());
       continue;
     }
     bool pass = true, first = true, ooo = false;
@@ -173,8 +178,10 @@ void run_maskbench(bool unlisted) {
       }
     }
     if (verbose) {
-      std::printf("  schema %s compile %.0f us, slowest mask %.0f us\n", f.filename().c_str(), compile_us,
-                  t.tbm_us.empty() ? 0.0 : *std::max_element(t.tbm_us.begin() + tbm_before, t.tbm_us.end()));
+      std::printf(
+          "  schema %s compile %.0f us, slowest mask %.0f us\n", f.filename().c_str(), compile_us,
+          t.tbm_us.empty() ? 0.0
+                           : *std::max_element(t.tbm_us.begin() + tbm_before, t.tbm_us.end()));
     }
     if (pass) {
       ++t.passing;
@@ -187,14 +194,17 @@ void run_maskbench(bool unlisted) {
   const double seconds = us_since(start) / 1e6;
   const double pass_pct = 100.0 * t.passing / std::max(1, t.schemas);
   std::printf("MaskBench sample (%s): %d schemas in %.1f s\n",
-              unlisted ? "unlisted properties allowed" : "listed properties only", t.schemas, seconds);
-  std::printf("| passing | compile error | validation error (out-of-order keys) | invalidation error |\n");
+              unlisted ? "unlisted properties allowed" : "listed properties only", t.schemas,
+              seconds);
+  std::printf(
+      "| passing | compile error | validation error (out-of-order keys) | invalidation error |\n");
   std::printf("| %d (%.1f%%) | %d | %d (+%d) | %d |\n", t.passing, pass_pct, t.compile_error,
               t.validation_error, t.out_of_order, t.invalidation_error);
-  std::printf("TTFM us p50 %.0f p95 %.0f p99 %.0f | TBM us p50 %.0f p95 %.0f p99 %.0f (%zu masks)\n",
-              percentile(t.ttfm_us, 50), percentile(t.ttfm_us, 95), percentile(t.ttfm_us, 99),
-              percentile(t.tbm_us, 50), percentile(t.tbm_us, 95), percentile(t.tbm_us, 99),
-              t.tbm_us.size());
+  std::printf(
+      "TTFM us p50 %.0f p95 %.0f p99 %.0f | TBM us p50 %.0f p95 %.0f p99 %.0f (%zu masks)\n",
+      percentile(t.ttfm_us, 50), percentile(t.ttfm_us, 95), percentile(t.ttfm_us, 99),
+      percentile(t.tbm_us, 50), percentile(t.tbm_us, 95), percentile(t.tbm_us, 99),
+      t.tbm_us.size());
   std::vector<std::pair<int, std::string>> reasons;
   for (const auto& [r, n] : t.refusals) reasons.push_back({n, r});
   std::sort(reasons.rbegin(), reasons.rend());
@@ -210,7 +220,8 @@ void run_maskbench(bool unlisted) {
 TEST(GrammarMaskBench, SharedSchemas) {
   if (compiler() == nullptr) GTEST_SKIP() << "default model missing";
   const fs::path dir = tokenizer_test::shared_dir() / "testdata" / "json-schemas";
-  if (!fs::is_directory(dir)) GTEST_SKIP() << "shared schemas missing: " << dir << " (set NOVASERVE_SHARED_DIR)";
+  if (!fs::is_directory(dir))
+    GTEST_SKIP() << "shared schemas missing: " << dir << " (set NOVASERVE_SHARED_DIR)";
   run_maskbench(false);
 }
 
@@ -218,7 +229,8 @@ TEST(GrammarMaskBench, SharedSchemas) {
 TEST(GrammarMaskBench, SharedSchemasUnlistedProperties) {
   if (compiler() == nullptr) GTEST_SKIP() << "default model missing";
   const fs::path dir = tokenizer_test::shared_dir() / "testdata" / "json-schemas";
-  if (!fs::is_directory(dir)) GTEST_SKIP() << "shared schemas missing: " << dir << " (set NOVASERVE_SHARED_DIR)";
+  if (!fs::is_directory(dir))
+    GTEST_SKIP() << "shared schemas missing: " << dir << " (set NOVASERVE_SHARED_DIR)";
   run_maskbench(true);
 }
 
