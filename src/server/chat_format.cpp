@@ -29,7 +29,8 @@ Json tool_calls_json(const std::vector<ToolCall>& calls, bool with_index) {
 ChatFormat::ChatFormat(ResponseMeta meta, const Tokenizer& tok, bool logprobs, size_t n,
                        ToolReplyConfig tools)
     : meta_(std::move(meta)), tok_(tok), logprobs_(logprobs), tools_(std::move(tools)) {
-  for (size_t i = 0; i < n; ++i) streams_.emplace_back(tools_.shape, tools_.parser, tools_.named);
+  for (size_t i = 0; i < n; ++i)
+    streams_.emplace_back(tools_.shape, tools_.parser, tools_.named, tools_.parallel);
 }
 
 Json ChatFormat::envelope(const char* object) const {
@@ -135,7 +136,7 @@ Json ChatFormat::response(const std::vector<ChoiceStream>& choices, const Usage&
     if (tools_.shape == ToolReplyShape::kNone) {
       reply.content = choices[i].text();
     } else {
-      ToolCallStream s(tools_.shape, tools_.parser, tools_.named);
+      ToolCallStream s(tools_.shape, tools_.parser, tools_.named, tools_.parallel);
       std::string head = s.push(choices[i].text());
       reply = s.finish();
       reply.content = head + reply.content;

@@ -16,7 +16,8 @@ namespace novaserve {
 struct ToolReplyConfig {
   ToolReplyShape shape = ToolReplyShape::kNone;
   ToolParser parser = ToolParser::kHermes;
-  std::string named;  ///< kArguments: the forced function
+  std::string named;     ///< kArguments: the forced function
+  bool parallel = true;  ///< parallel_tool_calls
 };
 
 class ChatFormat : public ResponseFormat {

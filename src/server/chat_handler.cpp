@@ -44,6 +44,7 @@ ToolReplyConfig tool_reply(const ModelServices& m, const ToolsRequest& t,
                            std::vector<int32_t>& shown_controls) {
   ToolReplyConfig cfg;
   cfg.parser = m.tool_parser;
+  cfg.parallel = t.parallel_calls;
   if (!t.active()) return cfg;
   switch (t.choice) {
     case ToolChoice::kNamed:

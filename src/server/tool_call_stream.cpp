@@ -4,8 +4,9 @@
 
 namespace novaserve {
 
-ToolCallStream::ToolCallStream(ToolReplyShape shape, ToolParser parser, std::string named)
-    : shape_(shape), parser_(parser), named_(std::move(named)) {}
+ToolCallStream::ToolCallStream(ToolReplyShape shape, ToolParser parser, std::string named,
+                               bool parallel)
+    : shape_(shape), parser_(parser), named_(std::move(named)), parallel_(parallel) {}
 
 std::string ToolCallStream::push(std::string_view text) {
   text_.append(text);
@@ -51,6 +52,9 @@ ParsedReply ToolCallStream::finish() {
       break;
     }
   }
+  // A family's syntax allows more calls than the grammar can forbid (each opens with a free
+  // marker): with parallel_tool_calls false the first one is the answer.
+  if (!parallel_ && reply.calls.size() > 1) reply.calls.resize(1);
   // What push() already released is not repeated.
   reply.content = reply.content.size() > sent_ ? reply.content.substr(sent_) : std::string();
   return reply;

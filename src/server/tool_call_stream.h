@@ -20,7 +20,8 @@ enum class ToolReplyShape {
 class ToolCallStream {
  public:
   /// `named`: the function of kArguments. `parser`: kFamily's syntax (ids use its format too).
-  ToolCallStream(ToolReplyShape shape, ToolParser parser, std::string named);
+  /// `parallel` false (parallel_tool_calls): a reply keeps only its first call.
+  ToolCallStream(ToolReplyShape shape, ToolParser parser, std::string named, bool parallel = true);
 
   /// Adds released reply text; returns the content that may be sent now.
   std::string push(std::string_view text);
@@ -35,6 +36,7 @@ class ToolCallStream {
   ToolReplyShape shape_;
   ToolParser parser_;
   std::string named_;
+  bool parallel_;
   std::string text_;
   size_t sent_ = 0;  // bytes of text_ returned as content
   bool call_started_ = false;

@@ -142,6 +142,20 @@ TEST(ToolCallStream, Llama3HoldsLeadingBlanksAndDecidesOnTheFirstCharacter) {
   EXPECT_EQ(u.push("Hello"), "Hello");
 }
 
+TEST(ToolCallStream, ParallelFalseKeepsTheFirstCall) {
+  const std::string two =
+      "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call>"
+      "<tool_call>{\"name\": \"b\", \"arguments\": {}}</tool_call>";
+  ToolCallStream s(ToolReplyShape::kFamily, ToolParser::kHermes, "", /*parallel=*/false);
+  s.push(two);
+  const ParsedReply r = s.finish();
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[0].name, "a");
+  ToolCallStream p(ToolReplyShape::kFamily, ToolParser::kHermes, "");
+  p.push(two);
+  EXPECT_EQ(p.finish().calls.size(), 2u);
+}
+
 TEST(ToolCallStream, ForcedShapes) {
   auto r = stream(ToolReplyShape::kArguments, ToolParser::kHermes, "{\"city\" : \"Rome\"}", 2);
   ASSERT_EQ(r.calls.size(), 1u);
