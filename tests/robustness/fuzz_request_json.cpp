@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as the body of /v1/completions, /v1/chat/completions and the
-// messages of /apply-template (structured-output fields and tools included). Parsing must never crash, hang or leak; an accepted request must
-// satisfy the engine's own SamplingParams::validate and the documented bounds; every error must
-// be a 4xx whose OpenAI error object serializes.
+// messages of /apply-template (structured-output fields and tools included). Parsing must never
+// crash, hang or leak; an accepted request must satisfy the engine's own SamplingParams::validate
+// and the documented bounds; every error must be a 4xx whose OpenAI error object serializes.
 //
 // CMake links fuzz targets with novaserve_core only, so the request-parsing sources (which need
 // nothing beyond core and nlohmann-json) are compiled into this target directly. When the fuzz
