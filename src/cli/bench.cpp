@@ -12,6 +12,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/device_flags.h"
+#include "cli/generate_setup.h"
 #include "engine/paged_kv_cache.h"
 #include "gguf/gguf_file.h"
 #include "model/kv_view.h"
@@ -36,6 +37,7 @@ struct BenchFlags {
   double slo_itl_ms = 0;
   bool exact = false;
   std::string kv_cache_dtype = "auto";
+  std::string json_schema;  ///< --json-schema FILE: each point also runs constrained by it
 };
 
 int fail(std::string message) {
@@ -104,21 +106,31 @@ int run(const BenchFlags& f) {
   o.act_quant = f.exact ? ActQuant::kNone : ActQuant::kQ8;
   o.scheduler.max_num_seqs = *std::max_element(f.batch.begin(), f.batch.end());
   o.scheduler.max_num_batched_tokens = std::max(f.max_num_batched_tokens, o.scheduler.max_num_seqs);
+  auto grammar = load_generate_grammar(**tok, f.json_schema, "");
+  if (!grammar.ok()) return fail(grammar.error().message);
+  const grammar::CompiledGrammarPtr constrained =
+      grammar.value() ? grammar.value()->compiled : nullptr;
   std::vector<BenchPoint> points;
   for (int32_t p : f.prompt) {
-    for (int32_t b : f.batch) points.push_back({b, p, f.gen});
+    for (int32_t b : f.batch) {
+      points.push_back({b, p, f.gen, nullptr});
+      // Right after its unconstrained twin, so both see the same machine state.
+      if (constrained) points.push_back({b, p, f.gen, constrained});
+    }
   }
   std::fprintf(stderr, "novaserve bench: %zu grid point%s on %s\n", points.size(),
                points.size() == 1 ? "" : "s", f.device.device.c_str());
   auto results = run_bench(gguf, **tok, o, points, [](const BenchResult& r) {
     std::fprintf(stderr,
-                 "  batch %d prompt %d: prefill %.1f tok/s, TTFT max %.1f ms, decode %.1f tok/s "
+                 "  batch %d prompt %d%s: prefill %.1f tok/s, TTFT max %.1f ms, decode %.1f tok/s "
                  "(%.1f per sequence; decode phase %.1f), ITL %.2f ms\n",
-                 r.point.batch, r.point.prompt, r.prefill_tok_s, 1e3 * r.ttft_max_s, r.decode_tok_s,
-                 r.decode_tok_s_per_seq, r.decode_phase_tok_s, 1e3 * r.itl_mean_s);
+                 r.point.batch, r.point.prompt, r.point.grammar ? " (json-schema)" : "",
+                 r.prefill_tok_s, 1e3 * r.ttft_max_s, r.decode_tok_s, r.decode_tok_s_per_seq,
+                 r.decode_phase_tok_s, 1e3 * r.itl_mean_s);
   });
   if (!results.ok()) return fail(results.error().message);
   std::fputs(bench_table(*results).c_str(), stdout);
+  if (constrained) std::fputs(grammar_slowdown_table(*results, f.json_schema).c_str(), stdout);
   if (f.slo_itl_ms > 0) {
     for (const auto& [prompt, batch] : recommend_batches(*results, f.slo_itl_ms / 1e3)) {
       if (batch > 0) {
@@ -181,6 +193,9 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
                   "KV cache type: auto (f32 on the CPU, f16 on a GPU), f32, f16, q8 or q4")
       ->capture_default_str();
+  cmd->add_option("--json-schema", f->json_schema,
+                  "also run every point constrained by this JSON Schema (a file) and report the "
+                  "decode slowdown against unconstrained decoding");
   cmd->callback([f, &exit_code] { exit_code = run(*f); });
 }
 

@@ -3,14 +3,18 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/device_flags.h"
+#include "cli/generate_setup.h"
 #include "common/utf8.h"
 #include "engine/sampler.h"
 #include "engine/sequence_kv_cache.h"
@@ -35,6 +39,9 @@ struct GenerateOptions {
   float frequency_penalty = 0.0f;
   int64_t seed = -1;
   bool chat = false;
+  std::string system;            ///< --system: a system message before the prompt (--chat)
+  std::string json_schema_file;  ///< --json-schema FILE
+  std::string grammar_file;      ///< --grammar FILE (GBNF)
   int threads = 0;
   bool exact = false;
   std::string kv_cache_dtype = "auto";
@@ -55,10 +62,16 @@ int fail(std::string message) {
   return cli_error("generate", std::move(message));
 }
 
-// Built-in ChatML rendering of one user message (SmolLM2's template without a system prompt);
-// the Jinja chat-template engine replaces it.
-std::string chatml_user_prompt(const std::string& user) {
-  return "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
+// Sets the logits of tokens `mask` does not allow to -inf, in place. False when it allows none.
+bool apply_mask(std::span<const uint32_t> mask, float* logits, int32_t n_vocab) {
+  bool any = false;
+  for (int32_t t = 0; t < n_vocab; ++t) {
+    const auto w = static_cast<size_t>(t) >> 5;
+    const bool ok = w < mask.size() && ((mask[w] >> (t & 31)) & 1u) != 0;
+    if (!ok) logits[t] = -INFINITY;
+    any = any || ok;
+  }
+  return any;
 }
 
 int run_generate(const GenerateOptions& o) {
@@ -96,12 +109,25 @@ int run_generate(const GenerateOptions& o) {
     return fail(st.error().message);
   }
 
+  if (!o.system.empty() && !o.chat) return fail("--system needs --chat");
+  auto grammar = load_generate_grammar(tok, o.json_schema_file, o.grammar_file);
+  if (!grammar.ok()) return fail(grammar.error().message);
+  std::optional<grammar::GrammarMatcher> matcher;
+  if (grammar.value()) matcher.emplace(grammar.value()->compiled);
+
   // Invalid UTF-8 in the prompt becomes U+FFFD (as llama.cpp does), so no byte silently maps to
   // the unknown token of a vocab that lacks byte tokens.
   const std::string user = utf8::sanitize(o.prompt);
-  const std::string text = o.chat ? chatml_user_prompt(user) : user;
+  std::string text = user;
+  if (o.chat) {
+    auto rendered = render_chat_prompt(*gguf, tok, utf8::sanitize(o.system), user);
+    if (!rendered.ok()) return fail(rendered.error().message);
+    text = std::move(rendered.value());
+  }
+  // A rendered template writes BOS itself where the model wants it, as serve's chat endpoint
+  // tokenizes (add_special false, special tokens parsed).
   const std::vector<int32_t> prompt =
-      tok.encode(text, /*add_special=*/true, /*parse_special=*/o.chat);
+      tok.encode(text, /*add_special=*/!o.chat, /*parse_special=*/o.chat);
   if (prompt.empty()) return fail("the prompt is empty");
   const auto n_prompt = static_cast<int64_t>(prompt.size());
   if (n_prompt >= cfg.n_ctx_train) {
@@ -130,17 +156,31 @@ int run_generate(const GenerateOptions& o) {
   // Decode: sample, stream, feed back. The first token comes from the prefill's logits.
   Sampler sampler(sp, static_cast<int32_t>(cfg.n_vocab), prompt);
   IncrementalDetokenizer detok(tok, DetokenizeFrom::kContinuation);
+  const auto n_vocab = static_cast<int32_t>(cfg.n_vocab);
+  std::vector<uint32_t> mask(matcher ? (static_cast<size_t>(n_vocab) + 31) / 32 : 0);
+  std::vector<float> masked(matcher ? n_vocab : 0);
   const auto t_decode = Clock::now();
   int64_t n_generated = 0;
   int64_t n_decode_steps = 0;
   for (;;) {
-    const int32_t id = sampler.sample(model.logits(0));
-    if (tok.is_eog(id) && !o.ignore_eos) break;
+    int32_t id;
+    if (matcher) {
+      // Masks apply before sampling, greedy included (docs/structured-outputs.md).
+      matcher->fill_next_token_mask(mask);
+      std::copy(model.logits(0), model.logits(0) + n_vocab, masked.begin());
+      if (!apply_mask(mask, masked.data(), n_vocab)) break;
+      id = sampler.sample(masked.data());
+      if (!matcher->accept_token(id)) return fail("the grammar refused a token its mask allowed");
+    } else {
+      id = sampler.sample(model.logits(0));
+    }
+    if (tok.is_eog(id) && (!o.ignore_eos || matcher)) break;
     ++n_generated;
     const std::string piece = detok.push(id);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     if (n_generated == max_new) break;
+    if (matcher && matcher->is_terminated()) break;  // only a stop token could follow
     ForwardSeq seq{{&id, 1}, static_cast<int32_t>(kv->size()), kv->view(), false};
     if (auto st = model.forward({&seq, 1}, mode); !st.ok()) return fail(st.error().message);
     if (auto st = kv->advance(1); !st.ok()) return fail(st.error().message);
@@ -195,7 +235,13 @@ void register_generate(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--seed,-s", opts->seed, "sampling seed; -1 = random")->capture_default_str();
   cmd->add_flag("--chat", opts->chat,
-                "wrap the prompt as one user message (built-in ChatML rendering)");
+                "send the prompt as a user message, rendered with the model's chat template "
+                "(as serve renders /v1/chat/completions)");
+  cmd->add_option("--system", opts->system, "with --chat: a system message before the prompt");
+  cmd->add_option("--json-schema", opts->json_schema_file,
+                  "constrain the output to this JSON Schema (a file)");
+  cmd->add_option("--grammar", opts->grammar_file,
+                  "constrain the output to this GBNF grammar (a file; start rule root)");
   cmd->add_option("--threads", opts->threads, "CPU threads; 0 = all cores")->capture_default_str();
   cmd->add_flag("--exact", opts->exact,
                 "f32 activations in every matmul (default: 8-bit activations, faster)");

@@ -110,7 +110,8 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, PagedKvCache kv,
       scheduler_(std::move(scheduler)),
       options_(options),
       n_vocab_(static_cast<int32_t>(model_->config().n_vocab)),
-      block_size_(options.block_size) {
+      block_size_(options.block_size),
+      masks_(scheduler_->config().max_num_seqs, n_vocab_) {
   is_eog_.assign(n_vocab_, 0);
   for (int32_t id : eog_ids) is_eog_[id] = 1;
   const SchedulerConfig& sc = scheduler_->config();
@@ -125,6 +126,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, PagedKvCache kv,
   NOVASERVE_CHECK(reserved.ok()) << reserved.error().message;
   forward_seqs_.reserve(max_seqs);
   masked_logits_.resize(n_vocab_);
+  mask_jobs_.reserve(max_seqs);
   incoming_.reserve(max_seqs);
   inbox_.reserve(max_seqs);
   scheduler_->set_cost_model(&cost_model_);
@@ -258,6 +260,8 @@ void Engine::publish_stats() {
   stats_.num_steps = num_steps_;
   stats_.step_seconds = step_seconds_;
   stats_.forward_seconds = forward_seconds_;
+  stats_.grammar_mask_wait_seconds = mask_wait_seconds_;
+  stats_.grammar_mask_seconds = masks_.busy_seconds();
 }
 
 }  // namespace novaserve

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/grammar_masks.h"
 #include "engine/paged_kv_cache.h"
 #include "engine/scheduler.h"
 #include "engine/step_cost_model.h"
@@ -42,8 +43,9 @@ class Engine final : public EngineClient {
   // True when `seq`'s next token is the plain argmax of its logits (Sampler::plain_greedy, no
   // logprobs, min_tokens reached), so the runner may compute it (ForwardSeq::greedy).
   bool greedy_on_runner(const Sequence& seq) const;
-  // Samples the next token of `seq` from `logits`, honouring min_tokens.
-  int32_t sample(Sequence& seq, const float* logits);
+  // Samples the next token of `seq` from `logits`, honouring min_tokens and, when `mask` is
+  // non-empty (a constrained row), the grammar's mask. -1 when the mask allows nothing.
+  int32_t sample(Sequence& seq, const float* logits, std::span<const uint32_t> mask);
   // The finish reason after `token` was appended, if the request ends here.
   std::optional<FinishReason> finish_after(const Sequence& seq, int32_t token) const;
   // A StepOutput with the usage fields of `seq` filled in.
@@ -75,6 +77,9 @@ class Engine final : public EngineClient {
   // Engine-thread step buffers, sized at construction (no allocation in the steady state).
   std::vector<ForwardSeq> forward_seqs_;
   std::vector<float> masked_logits_;
+  GrammarMaskWorker masks_;  // constrained rows' masks, filled during the forward
+  std::vector<GrammarMaskWorker::Job> mask_jobs_;
+  double mask_wait_seconds_ = 0.0;  // time steps spent waiting for masks after the forward
   std::vector<std::unique_ptr<Sequence>> incoming_;
   LinearStepCostModel cost_model_;
   // Exponentially weighted sums behind EngineStats::prefill_tokens_per_second.

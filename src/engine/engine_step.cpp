@@ -19,26 +19,43 @@ StepOutput Engine::output_for(const Sequence& seq) const {
 
 bool Engine::greedy_on_runner(const Sequence& seq) const {
   const EngineRequest& r = seq.request();
-  // Logprobs need the logits; min_tokens masks some of them before the argmax.
+  // Logprobs need the logits; min_tokens and grammars mask some of them before the argmax.
   return seq.sampler().plain_greedy() && r.top_logprobs < 0 &&
-         seq.num_generated_tokens() >= r.min_tokens;
+         seq.num_generated_tokens() >= r.min_tokens && seq.matcher() == nullptr;
 }
 
-int32_t Engine::sample(Sequence& seq, const float* logits) {
+int32_t Engine::sample(Sequence& seq, const float* logits, std::span<const uint32_t> mask) {
   const EngineRequest& r = seq.request();
+  bool hold_stop = seq.num_generated_tokens() < r.min_tokens;
+  if (mask.empty() && !hold_stop) return seq.sampler().sample(logits);
+  // The masks go on a copy: the raw logits still feed logprobs.
+  std::copy(logits, logits + n_vocab_, masked_logits_.begin());
+  if (!mask.empty()) {
+    bool any = false;       // some token allowed
+    bool any_text = false;  // some token other than an end-of-generation one allowed
+    for (int32_t id = 0; id < n_vocab_; ++id) {
+      if (!mask_allows(mask, id)) {
+        masked_logits_[id] = -INFINITY;
+      } else {
+        any = true;
+        any_text = any_text || !is_eog_[id];
+      }
+    }
+    if (!any) return -1;
+    // A complete grammar output outranks min_tokens: there is nothing left to generate.
+    hold_stop = hold_stop && any_text;
+  }
   // min_tokens (vLLM semantics): until that many tokens exist, end-of-generation and stop ids
-  // cannot be drawn. The mask goes on a copy: the raw logits still feed logprobs.
-  if (seq.num_generated_tokens() < r.min_tokens) {
-    std::copy(logits, logits + n_vocab_, masked_logits_.begin());
+  // cannot be drawn.
+  if (hold_stop) {
     for (int32_t id = 0; id < n_vocab_; ++id) {
       if (is_eog_[id]) masked_logits_[id] = -INFINITY;
     }
     for (int32_t id : r.stop_token_ids) {
       if (id >= 0 && id < n_vocab_) masked_logits_[id] = -INFINITY;
     }
-    return seq.sampler().sample(masked_logits_.data());
   }
-  return seq.sampler().sample(logits);
+  return seq.sampler().sample(masked_logits_.data());
 }
 
 std::optional<FinishReason> Engine::finish_after(const Sequence& seq, int32_t token) const {
@@ -134,9 +151,18 @@ void Engine::step() {
     f.greedy = s.sample && greedy_on_runner(*s.seq);
     forward_seqs_.push_back(f);
   }
+  // Grammar masks of the rows that sample this step: their matchers have accepted every token
+  // so far, so the masks are filled while the forward runs.
+  mask_jobs_.clear();
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    grammar::GrammarMatcher* m = plan.seqs[i].sample ? plan.seqs[i].seq->matcher() : nullptr;
+    if (m != nullptr) mask_jobs_.push_back({static_cast<int32_t>(i), m});
+  }
+  masks_.start(mask_jobs_);
   const auto t_forward = Clock::now();
   const Status forward = model_->forward(forward_seqs_, options_.act_quant);
   forward_seconds_ += std::chrono::duration<double>(Clock::now() - t_forward).count();
+  mask_wait_seconds_ += masks_.wait();
   if (!forward.ok()) {
     fail_plan(plan, "forward pass failed: " + forward.error().message);
     return;
@@ -149,20 +175,43 @@ void Engine::step() {
     const std::optional<int32_t> greedy =
         forward_seqs_[i].greedy ? model_->greedy_token(i) : std::nullopt;
     const float* logits = greedy ? nullptr : model_->logits(i);
+    grammar::GrammarMatcher* matcher = seq.matcher();
     int32_t token;
     if (greedy) {
       token = *greedy;
       seq.sampler().accept(token);
     } else {
-      token = sample(seq, logits);
+      token = sample(seq, logits,
+                     matcher ? masks_.mask(static_cast<int32_t>(i)) : std::span<const uint32_t>());
+    }
+    // The matcher follows the token it allowed; a refusal here would be a grammar-engine bug,
+    // and failing the request beats emitting output that breaks its schema.
+    if (token < 0 || (matcher != nullptr && !matcher->accept_token(token))) {
+      ++departures;
+      const auto done = scheduler_->finish(seq, FinishReason::kError);
+      StepOutput out = output_for(*done);
+      out.finish = FinishReason::kError;
+      out.error = token < 0 ? "the grammar allows no token at this point"
+                            : "the grammar refused the token its own mask allowed";
+      done->request().on_output(std::move(out));
+      continue;
     }
     seq.append_token(token);
+    seq.update_trigger_grammar(token);
     StepOutput out = output_for(seq);
     out.token = token;
     if (seq.request().top_logprobs >= 0) {  // never greedy_on_runner: logits is set
       fill_logprobs(logits, n_vocab_, token, seq.request().top_logprobs, out);
     }
     out.finish = finish_after(seq, token);
+    if (!out.finish && matcher != nullptr && !seq.trigger_grammar() && matcher->is_terminated()) {
+      // The grammar is complete and allows only a stop token: end now instead of spending a
+      // step on it. The token carries text, so it goes out first and a token-less final output
+      // ends the request (request.h: a kStop output with a token is read as the terminator).
+      seq.request().on_output(std::move(out));
+      out = output_for(seq);
+      out.finish = FinishReason::kStop;
+    }
     if (out.finish) {
       ++departures;
       // finish() frees the blocks now; the Sequence lives until the output is handed over.

@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "engine/sampling_params.h"
+#include "grammar/grammar.h"
 
 namespace novaserve {
 
@@ -71,6 +72,18 @@ struct EngineRequest {
   std::vector<int32_t> stop_token_ids;  ///< extra ids that end the request with kStop
   int32_t top_logprobs = -1;  ///< -1: no logprobs; 0..20: logprob of the token plus N top ones
   int32_t priority = 0;       ///< lower runs first (vLLM convention); FCFS within a priority
+  /// Structured output: when set, every sampled token is one the grammar allows (masks apply
+  /// before sampling, greedy included), and the request ends with kStop once the grammar is
+  /// terminated. Compiled by the caller (off the engine thread) for this model's vocabulary,
+  /// with the tokenizer's end-of-generation ids as its stop tokens.
+  grammar::CompiledGrammarPtr grammar;
+  /// A grammar that applies only inside spans of the output (tool_choice auto: a call's
+  /// arguments): it switches on when a token of `trigger_tokens` is sampled, from its start
+  /// state, and off again as soon as it accepts; the text around the spans is free. Ignored when
+  /// `grammar` is set. Its stop tokens are only allowed where it accepts, so a span is never
+  /// cut by an end of generation.
+  grammar::CompiledGrammarPtr trigger_grammar;
+  std::vector<int32_t> trigger_tokens;
   /// Set by anyone (client gone, stop string matched, timeout, shutdown); the engine checks it at
   /// every step and frees the sequence's KV blocks in that step, ending it with kAbort.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
@@ -101,10 +114,15 @@ struct EngineStats {
   /// while others wait: departures over the wall time of the steps they happened in,
   /// exponentially weighted over recent steps that began with sequences waiting. 0 = unknown.
   double sequences_finished_per_second = 0.0;
-  int32_t max_num_seqs = 0;  ///< --max-num-seqs (sequence slots); 0 when the engine has none
+  int32_t max_num_seqs = 0;      ///< --max-num-seqs (sequence slots); 0 when the engine has none
   int64_t num_steps = 0;         ///< engine steps that ran the model
   double step_seconds = 0.0;     ///< wall time of those steps (plan, forward, sampling, outputs)
   double forward_seconds = 0.0;  ///< of which inside the model's forward pass
+  /// Of step_seconds, the time steps waited after the forward for grammar masks that were not
+  /// ready yet (the mask work the forward did not hide; docs/structured-outputs.md).
+  double grammar_mask_wait_seconds = 0.0;
+  /// Time the mask worker spent computing grammar masks (overlapping the forward).
+  double grammar_mask_seconds = 0.0;
 };
 
 /// What the HTTP layer needs from the engine. Implemented by the real engine (src/engine) and by

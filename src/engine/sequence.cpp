@@ -1,5 +1,6 @@
 #include "engine/sequence.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/check.h"
@@ -18,6 +19,28 @@ Sequence::Sequence(EngineRequest request, int32_t n_vocab, int32_t block_size)
   tokens_.reserve(static_cast<size_t>(num_prompt_) + request_.max_tokens);
   tokens_.assign(request_.prompt.begin(), request_.prompt.end());
   block_hashes_.reserve(block_table_.max_blocks() + 1);
+  if (request_.grammar) {
+    matcher_.emplace(request_.grammar);
+  } else if (request_.trigger_grammar && !request_.trigger_tokens.empty()) {
+    matcher_.emplace(request_.trigger_grammar);
+    trigger_ = true;
+    grammar_on_ = false;
+  }
+}
+
+void Sequence::update_trigger_grammar(int32_t token) {
+  if (!trigger_) return;
+  if (grammar_on_) {
+    // Accepting ends the span: for a JSON call object that is its closing brace, after which
+    // only whitespace could follow, and the family's closing syntax is the model's to write.
+    if (matcher_->is_accepting()) grammar_on_ = false;
+    return;
+  }
+  const auto& t = request_.trigger_tokens;
+  if (std::find(t.begin(), t.end(), token) != t.end()) {
+    matcher_->reset();
+    grammar_on_ = true;
+  }
 }
 
 void Sequence::append_token(int32_t token) {

@@ -11,6 +11,7 @@
 #include "engine/block_table.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
+#include "grammar/grammar.h"
 
 namespace novaserve {
 
@@ -70,6 +71,20 @@ class Sequence {
   int32_t num_cached_prompt_tokens() const { return num_cached_prompt_; }
   int32_t num_preemptions() const { return num_preemptions_; }
 
+  /// The grammar matcher that constrains the next token, or null when it is free. With
+  /// EngineRequest::grammar it has accepted exactly the generated tokens; with a trigger grammar
+  /// it exists only inside a span (see update_trigger_grammar) and has accepted the span's
+  /// tokens.
+  grammar::GrammarMatcher* matcher() { return matcher_ && grammar_on_ ? &*matcher_ : nullptr; }
+  const grammar::GrammarMatcher* matcher() const {
+    return matcher_ && grammar_on_ ? &*matcher_ : nullptr;
+  }
+  /// True when the grammar is EngineRequest::trigger_grammar (spans), not the whole output.
+  bool trigger_grammar() const { return trigger_; }
+  /// After `token` was appended (and accepted by matcher(), if any): a trigger token switches
+  /// the trigger grammar on from its start state; a span whose grammar accepts switches it off.
+  void update_trigger_grammar(int32_t token);
+
   Sampler& sampler() { return sampler_; }
   const Sampler& sampler() const { return sampler_; }
   const BlockTable& block_table() const { return block_table_; }
@@ -101,6 +116,9 @@ class Sequence {
   // Leading blocks of block_table_ already offered to the prefix cache (hits or registered).
   int32_t num_registered_blocks_ = 0;
   Sampler sampler_;
+  std::optional<grammar::GrammarMatcher> matcher_;
+  bool trigger_ = false;    // matcher_ follows spans of trigger_grammar
+  bool grammar_on_ = true;  // matcher_ constrains the next token
   BlockTable block_table_;
   std::vector<uint64_t> block_hashes_;  // memo for block_hash()
 };

@@ -120,16 +120,6 @@ std::optional<ApiError> parse_template_switches(const FieldReader& f, ChatReques
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_unsupported(const FieldReader& f) {
-  for (const char* key : {"tools", "functions"}) {
-    const Json* v = f.find(key);
-    if (v == nullptr) continue;
-    if (!v->is_array()) return f.type_error(key, "an array", *v);
-    if (!v->empty()) return invalid_request(std::string(key) + " are not supported", key);
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 ApiResult<Json> parse_chat_messages(const Json& body) {
@@ -169,7 +159,10 @@ ApiResult<ChatRequest> parse_chat_request(const Json& body, int32_t n_vocab) {
     req.top_logprobs = static_cast<int32_t>(*top);
   }
   if (auto e = parse_template_switches(f, req)) return *e;
-  if (auto e = parse_unsupported(f)) return *e;
+  auto tools = parse_tools_request(body);
+  if (!tools.ok()) return tools.error();
+  req.tools = std::move(tools.value());
+  if (auto e = normalize_tool_messages(req.messages)) return *e;
   return req;
 }
 

@@ -7,6 +7,7 @@
 #include "server/api_error.h"
 #include "server/generation_params.h"
 #include "server/json_body.h"
+#include "server/tool_request.h"
 
 namespace novaserve {
 
@@ -21,9 +22,11 @@ struct ChatRequest {
   Json template_kwargs;                 ///< vLLM chat_template_kwargs: an object or null
   bool logprobs = false;
   int32_t top_logprobs = 0;  ///< 0..kMaxLogprobs; only meaningful with logprobs
+  ToolsRequest tools;        ///< tools, tool_choice, parallel_tool_calls
 };
 
-/// Parses and validates a chat body. Errors: 400 naming the param (see docs/api.md).
+/// Parses and validates a chat body; assistant tool_calls arguments become objects for the
+/// template (normalize_tool_messages). Errors: 400 naming the param (see docs/api.md).
 ApiResult<ChatRequest> parse_chat_request(const Json& body, int32_t n_vocab);
 
 /// Validates the `messages` array alone and returns its normalized form (shared with

@@ -1,5 +1,7 @@
 #include "server/choice_stream.h"
 
+#include <algorithm>
+
 #include "tokenizer/tokenizer.h"
 
 namespace novaserve {
@@ -13,8 +15,13 @@ size_t count_code_points(std::string_view s) {
 
 }  // namespace
 
-ChoiceStream::ChoiceStream(const Tokenizer& tokenizer, const StopMatcher& stop, bool logprobs)
-    : stop_(stop), detok_(tokenizer, DetokenizeFrom::kContinuation), logprobs_(logprobs) {}
+ChoiceStream::ChoiceStream(const Tokenizer& tokenizer, const StopMatcher& stop, bool logprobs,
+                           std::vector<int32_t> shown_controls)
+    : tokenizer_(tokenizer),
+      stop_(stop),
+      detok_(tokenizer, DetokenizeFrom::kContinuation),
+      shown_controls_(std::move(shown_controls)),
+      logprobs_(logprobs) {}
 
 void ChoiceStream::release(size_t end, ChoiceDelta& d) {
   if (end > released_) {
@@ -39,7 +46,10 @@ ChoiceDelta ChoiceStream::push(const StepOutput& out) {
   const bool terminator = out.finish == FinishReason::kStop;
   if (out.token >= 0 && !terminator) {
     TokenEntry e{out.token, out.logprob, out.top_logprobs, code_points_};
-    const std::string piece = detok_.push(out.token);
+    const bool shown = std::find(shown_controls_.begin(), shown_controls_.end(), out.token) !=
+                       shown_controls_.end();
+    const std::string piece =
+        shown ? detok_.flush() + tokenizer_.token_text(out.token) : detok_.push(out.token);
     text_ += piece;
     code_points_ += count_code_points(piece);
     if (logprobs_) pending_.push_back({std::move(e), text_.size()});

@@ -38,7 +38,11 @@ struct ChoiceDelta {
 class ChoiceStream {
  public:
   /// `tokenizer` and `stop` must outlive the stream. `logprobs`: keep TokenEntry records.
-  ChoiceStream(const Tokenizer& tokenizer, const StopMatcher& stop, bool logprobs);
+  /// `shown_controls`: control tokens whose text is kept in the output (tool-call markers such
+  /// as [TOOL_CALLS] or <|python_tag|>, which the tool-call parser reads and removes); other
+  /// control tokens produce no text.
+  ChoiceStream(const Tokenizer& tokenizer, const StopMatcher& stop, bool logprobs,
+               std::vector<int32_t> shown_controls = {});
 
   /// Feeds one engine output (in order). A token arriving with finish == kStop is the EOG or
   /// stop id that ended the request: it is counted but adds no text and no logprobs entry.
@@ -61,8 +65,10 @@ class ChoiceStream {
  private:
   void release(size_t end, ChoiceDelta& d);
 
+  const Tokenizer& tokenizer_;
   const StopMatcher& stop_;
   IncrementalDetokenizer detok_;
+  std::vector<int32_t> shown_controls_;
   bool logprobs_;
   std::string text_;        // detokenized text so far (complete characters only)
   size_t code_points_ = 0;  // in text_

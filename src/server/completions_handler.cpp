@@ -24,8 +24,13 @@ Prepared prepare_completions(const ServerContext& ctx, const ModelServices& m,
   const GenerationParams& gen = req->gen;
   if (auto e = check_model_name(ctx, gen.model)) return HttpResponse::error(*e);
 
-  const Tokenizer& tok = *m.tokenizer;
   JobPlan plan;
+  if (gen.constraint) {
+    auto grammar = compile_output_constraint(m.grammar, *gen.constraint);
+    if (!grammar.ok()) return HttpResponse::error(grammar.error());
+    plan.grammar = std::move(grammar.value());
+  }
+  const Tokenizer& tok = *m.tokenizer;
   std::vector<std::string> echo;
   for (const PromptInput& in : req->prompts) {
     // Special-token text in a prompt ("<|im_start|>") becomes that token, as HF tokenizers do.

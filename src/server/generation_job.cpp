@@ -42,7 +42,7 @@ GenerationJob::GenerationJob(ServerContext& ctx, const ModelServices& model,
       timing_(plan_.choices.size()) {
   choices_.reserve(plan_.choices.size());
   for (size_t i = 0; i < plan_.choices.size(); ++i) {
-    choices_.emplace_back(*model_.tokenizer, stop_, plan_.top_logprobs >= 0);
+    choices_.emplace_back(*model_.tokenizer, stop_, plan_.top_logprobs >= 0, plan_.shown_controls);
     cancelled_.push_back(std::make_shared<std::atomic<bool>>(false));
   }
 }
@@ -100,6 +100,9 @@ bool GenerationJob::submit_all() {
     r.ignore_eos = plan_.ignore_eos;
     r.stop_token_ids = plan_.stop_token_ids;
     r.top_logprobs = plan_.top_logprobs;
+    r.grammar = plan_.grammar;
+    r.trigger_grammar = plan_.trigger_grammar;
+    r.trigger_tokens = plan_.trigger_tokens;
     r.priority = plan_.priority;
     r.cancelled = cancelled_[i];
     r.arrival = plan_.arrival;
@@ -186,7 +189,7 @@ void GenerationJob::on_output(size_t i, StepOutput&& out) {
   if (plan_.stream && queue_timeout) {
     channel_->write(sse_data(server_error(503, d.error, kQueueTimeout).to_json()));
   } else if (plan_.stream && !d.empty()) {
-    channel_->write(sse_data(format_->stream_chunk(i, d)));
+    for (const Json& chunk : format_->stream_chunks(i, d)) channel_->write(sse_data(chunk));
     if (d.finish == FinishReason::kError) {
       channel_->write(sse_data(server_error(500, "engine: " + d.error, "engine_error").to_json()));
     }

@@ -37,6 +37,13 @@ struct JobPlan {
   std::vector<std::string> stop;
   int32_t priority = 0;
   int32_t top_logprobs = -1;  ///< -1: no logprobs
+  /// The compiled output constraint shared by every choice (null: unconstrained).
+  grammar::CompiledGrammarPtr grammar;
+  /// EngineRequest::trigger_grammar / trigger_tokens (tool_choice auto's call spans).
+  grammar::CompiledGrammarPtr trigger_grammar;
+  std::vector<int32_t> trigger_tokens;
+  /// Control tokens whose text the output keeps (tool-call markers; see ChoiceStream).
+  std::vector<int32_t> shown_controls;
   bool stream = false;
   bool include_usage = false;
   std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();

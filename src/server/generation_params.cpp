@@ -199,25 +199,6 @@ OptErr parse_shape(const FieldReader& f, GenerationParams& out) {
   out.truncate_prompt_tokens = i;
   if (auto e = f.get_string("user", out.user)) return e;
   if (auto e = f.get_string("model", out.model)) return e;
-  if (const Json* rf = f.find("response_format")) {
-    if (!rf->is_object()) return f.type_error("response_format", "an object", *rf);
-    const auto t = rf->find("type");
-    if (t == rf->end() || !t->is_string()) {
-      return invalid_request("response_format.type must be a string", "response_format.type");
-    }
-    const std::string type = t->get<std::string>();
-    if (type == "json_object" || type == "json_schema") {
-      return invalid_request("response_format type '" + type + "' is not supported",
-                             "response_format.type");
-    }
-    if (type != "text") {
-      return invalid_request(
-          "response_format.type must be one of 'text', 'json_object', "
-          "'json_schema', got '" +
-              type + "'",
-          "response_format.type");
-    }
-  }
   return std::nullopt;
 }
 
@@ -231,6 +212,9 @@ std::optional<ApiError> parse_generation_params(const Json& body, ApiKind kind, 
   if (auto e = parse_sampling(f, n_vocab, out.sampling)) return e;
   if (auto e = parse_logit_bias(f, n_vocab, out.sampling)) return e;
   if (auto e = parse_stop(f, n_vocab, out)) return e;
+  auto constraint = parse_output_constraint(body);
+  if (!constraint.ok()) return constraint.error();
+  out.constraint = std::move(constraint.value());
   // The engine's own check, as a last line (its messages name the parameter too).
   if (auto st = out.sampling.validate(n_vocab); !st.ok())
     return invalid_request(st.error().message);

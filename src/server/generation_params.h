@@ -11,6 +11,7 @@
 #include "engine/sampling_params.h"
 #include "server/api_error.h"
 #include "server/json_body.h"
+#include "server/structured_output.h"
 
 namespace novaserve {
 
@@ -40,6 +41,8 @@ struct GenerationParams {
   /// vLLM's truncate_prompt_tokens: keep only the last k prompt tokens (k >= 1).
   std::optional<int64_t> truncate_prompt_tokens;
   std::optional<std::string> user;
+  /// response_format / json_schema / grammar / guided_* / structured_outputs (at most one).
+  std::optional<OutputConstraint> constraint;
 };
 
 /// Parses the shared fields of `body` (a JSON object). `n_vocab` bounds token ids (logit_bias,

@@ -37,6 +37,12 @@ class ResponseFormat {
   virtual std::optional<Json> stream_start(size_t i) const = 0;
   /// A chunk carrying `d` for choice `i`.
   virtual Json stream_chunk(size_t i, const ChoiceDelta& d) const = 0;
+  /// The chunks to send for `d`, in order (may be none). A format that keeps per-choice state
+  /// while streaming (tool calls held until complete) overrides this; the default is the one
+  /// stream_chunk.
+  virtual std::vector<Json> stream_chunks(size_t i, const ChoiceDelta& d) {
+    return {stream_chunk(i, d)};
+  }
   /// The final usage-only chunk (stream_options.include_usage).
   virtual Json usage_chunk(const Usage& usage) const = 0;
   /// The whole non-streamed response.

@@ -76,6 +76,7 @@ Result<std::optional<ChatTemplate>> load_template(const ServeOptions& o, const G
 struct LoadedModel {
   std::shared_ptr<const GgufFile> gguf;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<grammar::GrammarCompiler> grammar;
   std::unique_ptr<EngineClient> engine;
   ModelServices services;
 };
@@ -96,6 +97,17 @@ Status open_model(const ServeOptions& o, LoadedModel& m) {
   const Tokenizer& t = *m.tokenizer;
   m.services.bos_token = t.bos_id() >= 0 ? t.token_text(t.bos_id()) : "";
   m.services.eos_token = t.eos_id() >= 0 ? t.token_text(t.eos_id()) : "";
+  // Grammars stop on what the engine stops on: every end-of-generation id.
+  std::vector<int32_t> eog;
+  for (int32_t id = 0; id < t.n_vocab(); ++id) {
+    if (t.is_eog(id)) eog.push_back(id);
+  }
+  m.grammar = std::make_unique<grammar::GrammarCompiler>(t.vocab(), t.eos_id(), std::move(eog));
+  m.services.grammar = m.grammar.get();
+  m.services.tool_parser = o.tool_call_parser ? *o.tool_call_parser
+                           : m.services.chat_template
+                               ? detect_tool_parser(m.services.chat_template->source())
+                               : ToolParser::kHermes;
   return {};
 }
 

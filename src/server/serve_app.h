@@ -7,12 +7,14 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "engine/request.h"
 #include "server/http_server.h"
+#include "server/tool_call_parser.h"
 #include "telemetry/governor_loop.h"
 
 namespace novaserve {
@@ -41,6 +43,8 @@ struct ServeOptions {
   std::string model_path;          ///< --model: GGUF file
   std::string served_model_name;   ///< --served-model-name; default: the file's stem
   std::string chat_template_file;  ///< --chat-template: overrides tokenizer.chat_template
+  /// --tool-call-parser; nullopt: detected from the chat template (detect_tool_parser).
+  std::optional<ToolParser> tool_call_parser;
   HttpServerOptions http;
   int32_t max_queued_requests = 1024;  ///< sequences waiting for a slot before 503
   /// --max-queue-time: given to the engine (SchedulerConfig::max_queue_time) by the CLI.

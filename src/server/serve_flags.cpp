@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/duration.h"
+#include "server/tool_call_parser.h"
 #include "telemetry/smi_factory.h"
 
 namespace novaserve {
@@ -49,6 +50,9 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
                  "model id in the API (default: the model file's name without extension)");
   cmd.add_option("--chat-template", f.chat_template,
                  "Jinja chat template file (overrides the model's tokenizer.chat_template)");
+  cmd.add_option("--tool-call-parser", f.tool_call_parser,
+                 "how replies carry tool calls: llama3_json, hermes or mistral (default: "
+                 "detected from the chat template)");
   cmd.add_option("--host", f.host, "address to listen on")->capture_default_str();
   cmd.add_option("--port", f.port, "TCP port (0 = any free port)")->capture_default_str();
   cmd.add_option("--backlog", f.backlog, "listen(2) backlog")->capture_default_str();
@@ -178,6 +182,16 @@ Result<ServeOptions> to_serve_options(const ServeFlags& f) {
   o.model_path = f.model;
   o.served_model_name = f.served_model_name;
   o.chat_template_file = f.chat_template;
+  if (!f.tool_call_parser.empty()) {
+    const auto p = tool_parser_from_name(f.tool_call_parser);
+    if (!p) {
+      return Err(ErrorCode::kInvalidInput,
+                 "--tool-call-parser must be llama3_json, hermes or "
+                 "mistral, got '" +
+                     f.tool_call_parser + "'");
+    }
+    o.tool_call_parser = *p;
+  }
   o.http.host = f.host;
   o.http.port = static_cast<uint16_t>(f.port);
   o.http.backlog = static_cast<int>(f.backlog);

@@ -20,6 +20,7 @@ struct ServeFlags {
   std::string model;
   std::string served_model_name;
   std::string chat_template;
+  std::string tool_call_parser;  ///< empty: detected from the chat template
   std::string host = "127.0.0.1";
   int64_t port = 8080;
   int64_t backlog = 2048;
@@ -45,7 +46,8 @@ struct ServeFlags {
   double governor_headroom = 0.8;
 };
 
-/// Adds --model, --served-model-name, --chat-template, --host, --port, --backlog,
+/// Adds --model, --served-model-name, --chat-template, --tool-call-parser, --host, --port,
+/// --backlog,
 /// --threads-http, --threads-tokenize, --max-body-bytes, --header-timeout, --timeout,
 /// --shutdown-timeout, --max-queued-requests, --max-queue-time, --slo-ttft-p95, --slo-ttft-p99,
 /// --slo-itl-p95, --api-key (repeatable), --api-key-file, --telemetry, --governor,
@@ -55,10 +57,11 @@ struct ServeFlags {
 void add_serve_flags(CLI::App& cmd, ServeFlags& flags);
 
 /// Checks ranges and converts. Errors: kInvalidInput naming the flag (port outside 0..65535,
-/// non-positive or non-finite timeouts, counts < 1, a missing --model, a duration that
-/// common/duration.h cannot parse or that is 0 for an SLO; an unknown --telemetry or --governor,
-/// a --governor-interval <= 0, a --governor-headroom outside (0, 1), --governor-actuate without
-/// --governor slo, --governor slo without an SLO or with --telemetry off).
+/// non-positive or non-finite timeouts, counts < 1, a missing --model, an unknown
+/// --tool-call-parser, a duration that common/duration.h cannot parse or that is 0 for an SLO; an
+/// unknown --telemetry or --governor, a --governor-interval <= 0, a --governor-headroom outside
+/// (0, 1), --governor-actuate without --governor slo, --governor slo without an SLO or with
+/// --telemetry off).
 Result<ServeOptions> to_serve_options(const ServeFlags& flags);
 
 }  // namespace novaserve

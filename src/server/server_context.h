@@ -9,10 +9,12 @@
 
 #include "chat/chat_template.h"
 #include "engine/request.h"
+#include "grammar/grammar.h"
 #include "server/admission.h"
 #include "server/auth.h"
 #include "server/lifecycle.h"
 #include "server/metrics.h"
+#include "server/tool_call_parser.h"
 
 namespace novaserve {
 
@@ -29,6 +31,11 @@ struct ModelServices {
   std::optional<ChatTemplate> chat_template;  ///< none: chat endpoints answer 400
   std::string bos_token;                      ///< texts passed to chat templates
   std::string eos_token;
+  /// Compiles structured-output constraints for this model's vocabulary (thread-safe); null
+  /// when none was built (then constrained requests answer 400).
+  grammar::GrammarCompiler* grammar = nullptr;
+  /// --tool-call-parser, else detected from the chat template (tool_call_parser.h).
+  ToolParser tool_parser = ToolParser::kHermes;
 };
 
 class ServerContext {

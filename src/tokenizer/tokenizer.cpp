@@ -9,6 +9,7 @@
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/spm.h"
 #include "tokenizer/token_index.h"
+#include "tokenizer/token_piece.h"
 
 namespace novaserve {
 namespace {
@@ -30,13 +31,6 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
   }
   out.append(s.substr(pos));
   return out;
-}
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
 }
 
 }  // namespace
@@ -71,32 +65,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
 
   const int32_t n = t->n_vocab();
   t->pieces_.resize(n);
-  for (int32_t id = 0; id < n; ++id) {
-    const std::string& text = v.tokens[id];
-    switch (t->token_type(id)) {
-      case TokenType::kControl:
-      case TokenType::kUnknown:
-      case TokenType::kUnused:
-        break;  // no text unless asked for (token_to_piece special=true)
-      case TokenType::kUserDefined:
-        t->pieces_[id] = text;
-        break;
-      case TokenType::kByte: {
-        const bool hex_form = text.size() == 6 && text.starts_with("<0x") && text[5] == '>' &&
-                              hex_digit(text[3]) >= 0 && hex_digit(text[4]) >= 0;
-        t->pieces_[id] =
-            hex_form
-                ? std::string(1, static_cast<char>(hex_digit(text[3]) * 16 + hex_digit(text[4])))
-                : text;
-        break;
-      }
-      case TokenType::kNormal:
-      case TokenType::kUndefined:
-        t->pieces_[id] = v.model == VocabModel::kSpm ? replace_all(text, kSpmSpace, " ")
-                                                     : byte_level_to_bytes(text);
-        break;
-    }
-  }
+  for (int32_t id = 0; id < n; ++id) t->pieces_[id] = vocab_token_piece(v, id);
 
   t->eog_.assign(n, false);
   for (int32_t id : {v.eos_id, v.eot_id, v.eom_id}) {

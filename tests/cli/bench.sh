@@ -25,4 +25,14 @@ expect_exit2 "bench without a model" "$BIN" bench
 expect_exit2 "bench of a missing file" "$BIN" bench --model /nonexistent.gguf
 expect_exit2 "bench with an unwritable CSV" "$BIN" bench --model "$MODEL" --batch 1 --prompt 4 \
   --gen 2 --csv /nonexistent-dir/b.csv
+expect_exit2 "bench with a missing --json-schema" "$BIN" bench --model "$MODEL" --batch 1 \
+  --json-schema /nonexistent.json
+echo '{"type": "array", "items": {"type": "integer"}, "minItems": 8}' >"$TMP/ints.json"
+if "$BIN" bench --model "$MODEL" --batch 1,2 --prompt 8 --gen 6 --threads 2 \
+  --json-schema "$TMP/ints.json" >"$TMP/js.out" 2>"$TMP/js.err"; then
+  grep -q "structured output" "$TMP/js.out" || fail "no slowdown table: $(cat "$TMP/js.out")"
+  [ "$(grep -c '^| [12] | 8 | ' "$TMP/js.out")" -ge 4 ] || fail "missing constrained rows"
+else
+  fail "bench --json-schema exited $?: $(tail -3 "$TMP/js.err")"
+fi
 finish

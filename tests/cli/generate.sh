@@ -41,10 +41,24 @@ expect_error "negative top-k" --model "$MODEL" --prompt hi --top-k -3
 expect_error "zero max tokens" --model "$MODEL" --prompt hi --max-tokens 0
 expect_error "negative threads" --model "$MODEL" --prompt hi --threads -2
 
-# Acceptance: greedy chat answer, twice, byte-identical.
+expect_error "--system without --chat" --model "$MODEL" --prompt hi --system "Be brief."
+expect_error "unreadable --json-schema" --model "$MODEL" --prompt hi --json-schema "$TMP/none.json"
+echo '{"type": "object",' >"$TMP/broken.json"
+expect_error "--json-schema that is not JSON" --model "$MODEL" --prompt hi \
+  --json-schema "$TMP/broken.json"
+expect_error "unreadable --grammar" --model "$MODEL" --prompt hi --grammar "$TMP/none.gbnf"
+echo 'root ::= ("a" ' >"$TMP/bad.gbnf"
+expect_error "GBNF that does not parse" --model "$MODEL" --prompt hi --grammar "$TMP/bad.gbnf"
+grep -q "line 1" "$TMP/err" || fail "the GBNF error does not name the line: $(cat "$TMP/err")"
+printf 'root ::= "yes" | "no"\n' >"$TMP/yesno.gbnf"
+expect_error "both --json-schema and --grammar" --model "$MODEL" --prompt hi \
+  --json-schema "$TMP/broken.json" --grammar "$TMP/yesno.gbnf"
+
+# Acceptance: greedy chat answer, twice, byte-identical. The prompt goes through the model's own
+# template (SmolLM2's adds a default system turn unless one is given, as serve does).
 run_acceptance() {
   "$BIN" generate --model "$MODEL" --prompt "What is the capital of France?" --chat \
-    --temperature 0 --max-tokens 32 "$@"
+    --system "You are a helpful assistant." --temperature 0 --max-tokens 32 "$@"
 }
 run_acceptance >"$TMP/a1" 2>"$TMP/e1" || fail "acceptance run 1 exited $?: $(cat "$TMP/e1")"
 run_acceptance >"$TMP/a2" 2>"$TMP/e2" || fail "acceptance run 2 exited $?: $(cat "$TMP/e2")"
@@ -60,6 +74,23 @@ run_acceptance --exact --threads 1 >"$TMP/x1" 2>/dev/null || fail "exact run exi
 run_acceptance --exact --threads 2 >"$TMP/x2" 2>/dev/null || fail "exact run exited $?"
 grep -q "Paris" "$TMP/x1" || fail "exact-mode answer does not mention Paris: $(cat "$TMP/x1")"
 cmp -s "$TMP/x1" "$TMP/x2" || fail "exact mode differs between 1 and 2 threads"
+
+# The CLI builds the prompt serve builds: SmolLM2's template with its default system turn.
+"$BIN" generate --model "$MODEL" --prompt "What is the capital of France?" --chat \
+  --temperature 0 --max-tokens 1 >/dev/null 2>"$TMP/e3" || fail "default-system run exited $?"
+grep -q "prompt: *37 tokens" "$TMP/e3" || fail "--chat prompt is not the template's 37 tokens: $(cat "$TMP/e3")"
+
+# A grammar decides the output: only "yes" or "no" can come out, then the run stops.
+"$BIN" generate --model "$MODEL" --prompt "Is the sky blue?" --chat --temperature 0.8 --seed 3 \
+  --grammar "$TMP/yesno.gbnf" >"$TMP/g1" 2>"$TMP/ge" || fail "--grammar run exited $?: $(cat "$TMP/ge")"
+case "$(cat "$TMP/g1")" in yes | no) ;; *) fail "--grammar output is not yes/no: $(cat "$TMP/g1")" ;; esac
+echo '{"type": "object", "properties": {"answer": {"type": "boolean"}}, "required": ["answer"],
+  "additionalProperties": false}' >"$TMP/schema.json"
+"$BIN" generate --model "$MODEL" --prompt "Is the sky blue? Answer in JSON." --chat \
+  --temperature 0 --max-tokens 32 --json-schema "$TMP/schema.json" >"$TMP/j1" 2>"$TMP/je" ||
+  fail "--json-schema run exited $?: $(cat "$TMP/je")"
+tr -d ' \n' <"$TMP/j1" | grep -Eq '^\{"answer":(true|false)\}$' ||
+  fail "--json-schema output does not match the schema: $(cat "$TMP/j1")"
 
 # Seeded sampling is reproducible.
 seeded() {

@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as the body of /v1/completions, /v1/chat/completions and the
-// messages of /apply-template. Parsing must never crash, hang or leak; an accepted request must
-// satisfy the engine's own SamplingParams::validate and the documented bounds; every error must
-// be a 4xx whose OpenAI error object serializes.
+// messages of /apply-template (structured-output fields and tools included). Parsing must never
+// crash, hang or leak; an accepted request must satisfy the engine's own SamplingParams::validate
+// and the documented bounds; every error must be a 4xx whose OpenAI error object serializes.
 //
 // CMake links this target with the engine and chat layers only (not novaserve_server), so the
 // request-parsing sources (which need nothing above those and nlohmann-json) are compiled into
@@ -17,6 +17,8 @@
 #include "server/generation_params.cpp"
 #include "server/json_body.cpp"
 #include "server/json_fields.cpp"
+#include "server/structured_output.cpp"
+#include "server/tool_request.cpp"
 
 namespace {
 

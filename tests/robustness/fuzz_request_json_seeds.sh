@@ -14,3 +14,8 @@ seed '{"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}
 seed '{"messages": [{"role": "assistant", "content": null}], "max_completion_tokens": 4, "min_tokens": 2}'
 seed '{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "text"}, "chat_template_kwargs": {"a": [1, {"b": null}]}}'
 seed '{"prompt": "\ud83e\udd99", "repetition_penalty": 1.1, "presence_penalty": -2, "frequency_penalty": 2, "min_p": 0.05}'
+seed '{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "n", "strict": true, "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}}}'
+seed '{"prompt": "x", "guided_choice": ["a", "b"], "structured_outputs": {"regex": "[0-9]+"}}'
+seed '{"prompt": "x", "guided_json": "{\"type\": \"integer\"}", "grammar": "root ::= [a]"}'
+seed '{"messages": [{"role": "user", "content": "w"}], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"c": {"type": "string"}}, "required": ["c"]}}}], "tool_choice": {"type": "function", "function": {"name": "f"}}, "parallel_tool_calls": false}'
+seed '{"messages": [{"role": "user", "content": "w"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"c\": 1}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "r"}], "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"}'

@@ -144,4 +144,32 @@ std::string bench_svg(const std::vector<BenchResult>& results, const std::string
   return s;
 }
 
+std::string grammar_slowdown_table(const std::vector<BenchResult>& results,
+                                   const std::string& label) {
+  std::string out;
+  char line[320];
+  for (size_t i = 1; i < results.size(); ++i) {
+    const BenchResult& c = results[i];
+    const BenchResult& u = results[i - 1];
+    if (!c.point.grammar || u.point.grammar) continue;
+    if (out.empty()) {
+      out = "\nstructured output (" + label +
+            ") against unconstrained decoding:\n\n"
+            "| batch | prompt | decode tok/s/seq | constrained | slowdown | ITL ms | constrained "
+            "ITL ms | tokens/seq | masks ms/step | mask wait ms/step |\n"
+            "|---|---|---|---|---|---|---|---|---|---|\n";
+    }
+    const double slowdown =
+        u.decode_tok_s_per_seq > 0 ? 1.0 - c.decode_tok_s_per_seq / u.decode_tok_s_per_seq : 0.0;
+    const double steps = std::max(1.0, c.mean_generated);
+    std::snprintf(line, sizeof line,
+                  "| %d | %d | %.1f | %.1f | %.1f%% | %.2f | %.2f | %.1f | %.3f | %.3f |\n",
+                  c.point.batch, c.point.prompt, u.decode_tok_s_per_seq, c.decode_tok_s_per_seq,
+                  100.0 * slowdown, 1e3 * u.itl_mean_s, 1e3 * c.itl_mean_s, c.mean_generated,
+                  1e3 * c.mask_s / steps, 1e3 * c.mask_wait_s / steps);
+    out += line;
+  }
+  return out;
+}
+
 }  // namespace novaserve

@@ -11,6 +11,14 @@ namespace novaserve {
 /// A Markdown table, one row per grid point (rates in tok/s, times in ms, memory in MiB).
 std::string bench_table(const std::vector<BenchResult>& results);
 
+/// With constrained points (BenchPoint::grammar) each right after its unconstrained twin: a
+/// Markdown table per (batch, prompt) of per-sequence decode rate and mean ITL, both ways, the
+/// slowdown (1 - constrained / unconstrained per-sequence rate), tokens generated per sequence,
+/// the mask computation and the mask wait per step (ms). `label` names the grammar (the schema
+/// file). Empty when there are no constrained points.
+std::string grammar_slowdown_table(const std::vector<BenchResult>& results,
+                                   const std::string& label);
+
 /// CSV with a header row; the same columns as bench_table in base units (s, tok/s, bytes).
 std::string bench_csv(const std::vector<BenchResult>& results);
 

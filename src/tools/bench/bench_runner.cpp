@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
@@ -116,6 +117,7 @@ Result<std::vector<BenchResult>> run_bench(
       for (auto& t : r.prompt) t = vocab[pick(rng)];
       r.max_tokens = p.gen;
       r.ignore_eos = true;
+      r.grammar = p.grammar;
       r.sampling.temperature = 0.0f;
       r.on_output = [&log, i](StepOutput&& out) {
         const auto now = Clock::now();
@@ -128,6 +130,8 @@ Result<std::vector<BenchResult>> run_bench(
         }
       };
     }
+    const double mask_wait0 = e.stats().grammar_mask_wait_seconds;
+    const double mask0 = e.stats().grammar_mask_seconds;
     const auto t0 = Clock::now();
     for (auto& r : requests) {
       if (auto st = e.submit(std::move(r)); !st.ok()) {
@@ -144,7 +148,17 @@ Result<std::vector<BenchResult>> run_bench(
       log.cv.wait(lk, [&] { return log.finished >= p.batch; });
       if (!log.error.empty()) return Err(ErrorCode::kInternal, "bench: " + log.error);
     }
-    return summarize(p, t0, log);
+    BenchResult res = summarize(p, t0, log);
+    int64_t generated = 0;
+    for (const auto& ts : log.times) generated += static_cast<int64_t>(ts.size());
+    res.mean_generated = static_cast<double>(generated) / p.batch;
+    // The stats snapshot is published after each step, so wait for the last one to land.
+    for (int i = 0; i < 100 && e.stats().num_running + e.stats().num_waiting > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    res.mask_wait_s = e.stats().grammar_mask_wait_seconds - mask_wait0;
+    res.mask_s = e.stats().grammar_mask_seconds - mask0;
+    return res;
   };
   // Warm-up, not reported: the first steps pay one-time costs (a GPU's lazy kernel loading and
   // BLAS set-up, the CPU's page faults on the weights) that are not the grid's speed.

@@ -17,11 +17,14 @@ class GgufFile;
 class Tokenizer;
 
 /// One grid point: `batch` sequences of `prompt` random tokens each, submitted at once, each
-/// generating exactly `gen` tokens (greedy, end-of-generation ignored).
+/// generating exactly `gen` tokens (greedy, end-of-generation ignored). With `grammar`, every
+/// sequence is constrained by it (structured outputs) and ends early once the grammar is
+/// complete, so it may generate fewer tokens.
 struct BenchPoint {
   int32_t batch = 1;
   int32_t prompt = 128;
   int32_t gen = 128;
+  grammar::CompiledGrammarPtr grammar;
 };
 
 /// What one grid point measured. Times in seconds, rates in tokens per second.
@@ -41,6 +44,11 @@ struct BenchResult {
   double itl_mean_s = 0;       ///< mean gap between consecutive tokens of a sequence
   double itl_p99_s = 0;        ///< 99th percentile of those gaps
   int64_t peak_rss_bytes = 0;  ///< the process's peak resident set (VmHWM) after the point
+  double mean_generated = 0;   ///< tokens generated per sequence (< gen when a grammar ended it)
+  /// Time the point's steps waited after the forward for grammar masks (the mask work the
+  /// forward did not hide; EngineStats::grammar_mask_wait_seconds), in seconds.
+  double mask_wait_s = 0;
+  double mask_s = 0;  ///< time spent computing those masks (EngineStats::grammar_mask_seconds)
 };
 
 /// Runs every point on one engine built from `options` (prefix caching is turned off, and each

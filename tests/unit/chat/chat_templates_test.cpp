@@ -84,9 +84,20 @@ std::vector<Conversation> tool_conversations() {
   answered.push_back({{"role", "assistant"}, {"content", "It is 21.5 °C."}});
   answered.push_back({{"role", "user"}, {"content", "Thanks!"}});
   J extra = {{"tools", tools}};
+  // Two calls in one turn (parallel_tool_calls) with their two results, as the server passes
+  // them: arguments parsed into mappings (normalize_tool_messages), OpenAI's 9+ character ids.
+  J parallel = base;
+  J call2 = J::parse(R"({"id": "call67890", "type": "function", "function": {
+      "name": "get_weather", "arguments": {"city": "Bern", "unit": "f"}}})");
+  parallel.push_back({{"role", "assistant"},
+                      {"content", "Checking both."},
+                      {"tool_calls", J::array({call, call2})}});
+  parallel.push_back({{"role", "tool"}, {"tool_call_id", "call12345"}, {"content", "21.5"}});
+  parallel.push_back({{"role", "tool"}, {"tool_call_id", "call67890"}, {"content", "70.1"}});
   return {{"tools_defined", base, extra},
           {"tool_call_pending", with_call, extra},
-          {"tool_call_answered", answered, extra}};
+          {"tool_call_answered", answered, extra},
+          {"tool_calls_parallel", parallel, extra}};
 }
 
 std::string read_file(const std::filesystem::path& p) {
@@ -116,13 +127,17 @@ struct CorpusOutcome {
 
 // Renders every template on every conversation (add_generation_prompt false and true) with both
 // engines and checks the per-case rules described at the top of this file.
-CorpusOutcome compare_corpus(const std::vector<Conversation>& convs) {
+// `only_tool_templates`: only the templates whose source mentions `tools`.
+CorpusOutcome compare_corpus(const std::vector<Conversation>& convs,
+                             bool only_tool_templates = false) {
   CorpusOutcome outcome;
   std::filesystem::path dir =
       std::filesystem::path(testing::shared_dir()) / "testdata" / "chat-templates";
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".jinja") files.push_back(e.path());
+    if (e.path().extension() != ".jinja") continue;
+    if (only_tool_templates && read_file(e.path()).find("tools") == std::string::npos) continue;
+    files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   EXPECT_FALSE(files.empty());
@@ -230,6 +245,18 @@ TEST(ChatTemplates, RealTemplatesWithToolsAgreeWithJinja2) {
   CorpusOutcome o = compare_corpus(tool_conversations());
   report("chat templates, tools", o);
   EXPECT_GE(o.matched, kMinMatching);
+}
+
+// The server passes `tools`, assistant tool_calls and tool results to templates (issue 21), so
+// every template that uses tools must render those conversations exactly as jinja2 does: no
+// template may be left out, unlike the corpus-wide floor above.
+TEST(ChatTemplates, EveryTemplateThatUsesToolsRendersCallsAndResultsLikeJinja2) {
+  std::string why;
+  if (!corpus_available(&why)) GTEST_SKIP() << why;
+  CorpusOutcome o = compare_corpus(tool_conversations(), /*only_tool_templates=*/true);
+  report("templates using tools", o);
+  EXPECT_GE(o.templates, 40) << "the shared corpus lost its tool templates";
+  EXPECT_EQ(o.matched, o.templates);
 }
 
 }  // namespace
