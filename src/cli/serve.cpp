@@ -38,7 +38,9 @@ Status in_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
                                            std::to_string(v) + ")");
 }
 
-Result<EngineOptions> to_engine_options(const EngineFlags& f) {
+// `batch_log` gets the start-up line about automatic batch limits ("" when both were given); it
+// is printed once the model has opened, so that bad flags or files still fail with one line.
+Result<EngineOptions> to_engine_options(const EngineFlags& f, std::string& batch_log) {
   NOVASERVE_RETURN_IF_ERROR(in_range("--block-size", f.block_size, 1, 1024));
   NOVASERVE_RETURN_IF_ERROR(in_range("--max-num-seqs", f.max_num_seqs, 0, 4096));
   NOVASERVE_RETURN_IF_ERROR(
@@ -65,11 +67,11 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
     if (max_num_batched_tokens == 0) {
       max_num_batched_tokens = std::max(limits->max_num_batched_tokens, max_num_seqs);
     }
-    std::fprintf(
-        stderr, "novaserve serve: --max-num-seqs %lld, --max-num-batched-tokens %lld (%s%s)\n",
-        static_cast<long long>(max_num_seqs), static_cast<long long>(max_num_batched_tokens),
-        f.max_num_seqs == 0 && f.max_num_batched_tokens == 0 ? "auto: " : "partly auto: ",
-        limits->reason.c_str());
+    batch_log =
+        "--max-num-seqs " + std::to_string(max_num_seqs) + ", --max-num-batched-tokens " +
+        std::to_string(max_num_batched_tokens) + " (" +
+        (f.max_num_seqs == 0 && f.max_num_batched_tokens == 0 ? "auto: " : "partly auto: ") +
+        limits->reason + ")";
   }
   NOVASERVE_RETURN_IF_ERROR(
       in_range("--max-num-batched-tokens", max_num_batched_tokens, max_num_seqs, 1 << 20));
@@ -156,7 +158,8 @@ void register_serve(CLI::App& app, int& exit_code) {
       exit_code = fail(serve.error().message);
       return;
     }
-    auto engine = to_engine_options(*engine_flags);
+    std::string batch_log;
+    auto engine = to_engine_options(*engine_flags, batch_log);
     if (!engine.ok()) {
       exit_code = fail(engine.error().message);
       return;
@@ -174,11 +177,14 @@ void register_serve(CLI::App& app, int& exit_code) {
       eo.scheduler.max_step_ms = 0.8 * static_cast<double>(serve->slo.itl_p95.count());
     }
     exit_code = run_serve(serve.value(),
-                          [eo, numa_log = numa_log.value()](std::shared_ptr<const GgufFile> gguf,
-                                                            const Tokenizer& tokenizer) {
+                          [eo, numa_log = numa_log.value(), batch_log](
+                              std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer) {
                             // Logged here, once the model has opened, so that a bad model still
                             // fails with one line.
                             std::fprintf(stderr, "novaserve serve: %s\n", numa_log.c_str());
+                            if (!batch_log.empty()) {
+                              std::fprintf(stderr, "novaserve serve: %s\n", batch_log.c_str());
+                            }
                             return create_engine(std::move(gguf), tokenizer, eo);
                           });
   });
