@@ -1,5 +1,6 @@
 #include "cli/generate_setup.h"
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,6 +13,12 @@ namespace novaserve {
 namespace {
 
 Result<std::string> read_text_file(const std::string& path, const char* flag) {
+  // A directory opens as a stream on Linux and reads as empty: refuse it by name.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Err(ErrorCode::kNotFound,
+               std::string("cannot read ") + flag + " " + path + ": not a regular file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Err(ErrorCode::kNotFound, std::string("cannot read ") + flag + " " + path);
   std::ostringstream s;
@@ -54,10 +61,17 @@ Result<std::optional<GenerateGrammar>> load_generate_grammar(const Tokenizer& to
   if (!json_schema_file.empty()) {
     auto text = read_text_file(json_schema_file, "--json-schema");
     if (!text.ok()) return text.error();
-    const auto doc = nlohmann::ordered_json::parse(text.value(), nullptr, false);
-    if (doc.is_discarded() || !(doc.is_object() || doc.is_boolean())) {
-      return Err(ErrorCode::kInvalidInput,
-                 "--json-schema " + json_schema_file + " is not a JSON Schema document (JSON)");
+    nlohmann::ordered_json doc;
+    try {
+      doc = nlohmann::ordered_json::parse(text.value());
+    } catch (const nlohmann::json::parse_error& e) {
+      // e.byte is the 1-based offset of the error; the message says where in words.
+      return Err(ErrorCode::kInvalidInput, "--json-schema " + json_schema_file +
+                                               ": invalid JSON at byte " + std::to_string(e.byte));
+    }
+    if (!(doc.is_object() || doc.is_boolean())) {
+      return Err(ErrorCode::kInvalidInput, "--json-schema " + json_schema_file +
+                                               ": a JSON Schema must be an object or a boolean");
     }
     spec.kind = grammar::GrammarSpec::Kind::kJsonSchema;
     spec.text = std::move(text.value());
