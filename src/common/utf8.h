@@ -47,4 +47,12 @@ void append_codepoint(std::string& out, uint32_t cp);
 /// next(s) returned kComplete with that length).
 uint32_t decode(std::string_view s, size_t length);
 
+/// Code points in well-formed UTF-8 `s` (bytes that are not continuation bytes 10xxxxxx), as
+/// JSON Schema's minLength/maxLength count them (JSON Schema Validation 2020-12, 6.3.1).
+inline size_t codepoint_count(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 }  // namespace novaserve::utf8

@@ -3,17 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/utf8.h"
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 namespace novaserve::grammar {
 namespace {
-
-size_t utf8_length(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
 
 bool is_integral(const Json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return true;
@@ -82,7 +78,7 @@ std::optional<bool> instance_valid(const SchemaDoc& doc, const Json& s, const Js
       fold(ok, x == v);
     } else if (k == "minLength" || k == "maxLength") {
       if (!v.is_string() || !x.is_number()) continue;
-      const double n = static_cast<double>(utf8_length(v.get<std::string>()));
+      const double n = static_cast<double>(utf8::codepoint_count(v.get<std::string>()));
       fold(ok, k == "minLength" ? n >= x.get<double>() : n <= x.get<double>());
     } else if (k == "pattern") {
       if (!v.is_string() || !x.is_string()) continue;

@@ -87,19 +87,28 @@ Rx decimal_range(uint64_t l, bool l_excl, std::optional<uint64_t> h, bool h_excl
   return Rx::alt(std::move(alts));
 }
 
+// A character JSON writes as itself: anything but controls, '"' and '\\' (RFC 8259, 7).
+Rx unescaped_char() {
+  return Rx::cls(subtract_ranges({{0, kMaxCodepoint}}, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
+}
+
+// A two-character escape: \" \\ \/ \b \f \n \r \t (RFC 8259, 7).
+Rx short_escape_char() {
+  return Rx::seq({Rx::lit("\\"), Rx::cls({{'"', '"'},
+                                          {'\\', '\\'},
+                                          {'/', '/'},
+                                          {'b', 'b'},
+                                          {'f', 'f'},
+                                          {'n', 'n'},
+                                          {'r', 'r'},
+                                          {'t', 't'}})});
+}
+
 }  // namespace
 
 Rx string_char() {
-  const Rx raw =
-      Rx::cls(subtract_ranges({{0, kMaxCodepoint}}, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
-  const Rx short_escape = Rx::seq({Rx::lit("\\"), Rx::cls({{'"', '"'},
-                                                           {'\\', '\\'},
-                                                           {'/', '/'},
-                                                           {'b', 'b'},
-                                                           {'f', 'f'},
-                                                           {'n', 'n'},
-                                                           {'r', 'r'},
-                                                           {'t', 't'}})});
+  const Rx raw = unescaped_char();
+  const Rx short_escape = short_escape_char();
   const Rx u_escape = Rx::seq(
       {Rx::lit("\\u"),
        Rx::alt({Rx::seq({Rx::cls({{'0', '9'}, {'a', 'c'}, {'A', 'C'}}), hex(), hex(), hex()}),
@@ -121,16 +130,8 @@ Rx string(int64_t min, int64_t max) {
   // Bounded strings unroll one copy per character: use the spellings compact serializers emit
   // (raw characters, short escapes, \u00XX for control characters), a subset with a third of
   // the rules.
-  const Rx raw =
-      Rx::cls(subtract_ranges({{0, kMaxCodepoint}}, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
-  const Rx short_escape = Rx::seq({Rx::lit("\\"), Rx::cls({{'"', '"'},
-                                                           {'\\', '\\'},
-                                                           {'/', '/'},
-                                                           {'b', 'b'},
-                                                           {'f', 'f'},
-                                                           {'n', 'n'},
-                                                           {'r', 'r'},
-                                                           {'t', 't'}})});
+  const Rx raw = unescaped_char();
+  const Rx short_escape = short_escape_char();
   const Rx control = Rx::seq({Rx::lit("\\u00"), c('0', '1'), hex()});
   return quoted(Rx::rep(Rx::alt({raw, short_escape, control}), min, max));
 }

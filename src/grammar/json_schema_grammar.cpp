@@ -5,18 +5,13 @@
 
 #include <cmath>
 
+#include "common/utf8.h"
 #include "grammar/json_instance_check.h"
 #include "grammar/json_lexemes.h"
 #include "grammar/json_schema_compiler.h"
 
 namespace novaserve::grammar {
 namespace {
-
-size_t utf8_length(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
 
 Result<std::optional<int64_t>> bound(const Json& s, const char* k, const std::string& at,
                                      bool integral, bool up) {
@@ -225,7 +220,7 @@ Status SchemaCompiler::enumeration(uint32_t r, const Json& s, const std::string&
     if (s.contains("enum") && s.contains("const") && v != s["const"]) continue;
     if ((type_bits(Json{{"const", v}}) & bits) == 0) continue;
     if (v.is_string()) {
-      const size_t len = utf8_length(v.get<std::string>());
+      const size_t len = utf8::codepoint_count(v.get<std::string>());
       if (s.contains("minLength") && len < s["minLength"].get<double>()) continue;
       if (s.contains("maxLength") && len > s["maxLength"].get<double>()) continue;
       if (s.contains("format")) return unsupported("format", at, "combined with enum");

@@ -2,24 +2,13 @@
 
 #include <string_view>
 
+#include "common/replace_all.h"
 #include "tokenizer/byte_level.h"
 
 namespace novaserve {
 namespace {
 
 constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
-
-std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
-  std::string out;
-  out.reserve(s.size());
-  size_t pos = 0;
-  for (size_t hit; (hit = s.find(from, pos)) != std::string_view::npos; pos = hit + from.size()) {
-    out.append(s.substr(pos, hit - pos));
-    out.append(to);
-  }
-  out.append(s.substr(pos));
-  return out;
-}
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "common/replace_all.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
@@ -20,18 +21,6 @@ constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581, SentencePiece
 // llama.cpp's vocab loader uses).
 constexpr std::array<std::string_view, 7> kEogTexts = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>"};
-
-std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
-  std::string out;
-  out.reserve(s.size());
-  size_t pos = 0;
-  for (size_t hit; (hit = s.find(from, pos)) != std::string_view::npos; pos = hit + from.size()) {
-    out.append(s.substr(pos, hit - pos));
-    out.append(to);
-  }
-  out.append(s.substr(pos));
-  return out;
-}
 
 }  // namespace
 
