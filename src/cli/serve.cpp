@@ -11,6 +11,9 @@
 #include "cli/numa_flags.h"
 #include "engine/engine.h"
 #include "server/serve_flags.h"
+#if defined(NOVASERVE_WITH_GPU)
+#include "backend/gpu/platform/gpu_device_info.h"
+#endif
 
 namespace novaserve {
 namespace {
@@ -38,7 +41,9 @@ Status in_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
                                            std::to_string(v) + ")");
 }
 
-Result<EngineOptions> to_engine_options(const EngineFlags& f) {
+// `batch_log`: the line saying which batch limits were chosen automatically (empty: none),
+// logged once the model has opened so that a bad flag or model still fails with one line.
+Result<EngineOptions> to_engine_options(const EngineFlags& f, std::string& batch_log) {
   NOVASERVE_RETURN_IF_ERROR(in_range("--block-size", f.block_size, 1, 1024));
   NOVASERVE_RETURN_IF_ERROR(in_range("--max-num-seqs", f.max_num_seqs, 0, 4096));
   NOVASERVE_RETURN_IF_ERROR(
@@ -65,11 +70,11 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f) {
     if (max_num_batched_tokens == 0) {
       max_num_batched_tokens = std::max(limits->max_num_batched_tokens, max_num_seqs);
     }
-    std::fprintf(
-        stderr, "novaserve serve: --max-num-seqs %lld, --max-num-batched-tokens %lld (%s%s)\n",
-        static_cast<long long>(max_num_seqs), static_cast<long long>(max_num_batched_tokens),
-        f.max_num_seqs == 0 && f.max_num_batched_tokens == 0 ? "auto: " : "partly auto: ",
-        limits->reason.c_str());
+    batch_log =
+        "--max-num-seqs " + std::to_string(max_num_seqs) + ", --max-num-batched-tokens " +
+        std::to_string(max_num_batched_tokens) + " (" +
+        (f.max_num_seqs == 0 && f.max_num_batched_tokens == 0 ? "auto: " : "partly auto: ") +
+        limits->reason + ")";
   }
   NOVASERVE_RETURN_IF_ERROR(
       in_range("--max-num-batched-tokens", max_num_batched_tokens, max_num_seqs, 1 << 20));
@@ -138,6 +143,24 @@ int fail(std::string message) {
   return cli_error("serve", std::move(message));
 }
 
+// The GPU this replica serves, for telemetry and the governor: its runtime ordinal (the `gpu`
+// label) and PCI address (how the SMI finds it, whatever CUDA_VISIBLE_DEVICES says). --device
+// cpu serves no GPU: the SMI's GPUs are all kept (the fake's, in tests).
+void select_telemetry_devices(const DeviceFlags& device, TelemetryOptions& t) {
+  if (!is_gpu_device(device) || t.smi == "off" || t.smi == "fake") return;
+#if defined(NOVASERVE_WITH_GPU)
+  auto pci = gpu::device_pci_bus_id(static_cast<int>(device.gpu));
+  if (pci.ok()) {
+    t.devices.push_back(SmiDeviceSelector{static_cast<int>(device.gpu), pci.value()});
+    return;
+  }
+  t.devices_error =
+      "no PCI address for GPU " + std::to_string(device.gpu) + " (" + pci.error().message + ")";
+#else
+  t.devices_error = "this build has no GPU runtime";  // device_runner_factory refuses it first
+#endif
+}
+
 }  // namespace
 
 void register_serve(CLI::App& app, int& exit_code) {
@@ -156,7 +179,8 @@ void register_serve(CLI::App& app, int& exit_code) {
       exit_code = fail(serve.error().message);
       return;
     }
-    auto engine = to_engine_options(*engine_flags);
+    std::string batch_log;
+    auto engine = to_engine_options(*engine_flags, batch_log);
     if (!engine.ok()) {
       exit_code = fail(engine.error().message);
       return;
@@ -166,6 +190,7 @@ void register_serve(CLI::App& app, int& exit_code) {
       exit_code = fail(numa_log.error().message);
       return;
     }
+    select_telemetry_devices(engine_flags->device, serve.value().telemetry);
     EngineOptions eo = engine.value();
     eo.scheduler.max_queue_time = serve->max_queue_time;
     // The ITL SLO sets the step-time target unless --max-step-ms did; 0.8 leaves room for
@@ -174,10 +199,12 @@ void register_serve(CLI::App& app, int& exit_code) {
       eo.scheduler.max_step_ms = 0.8 * static_cast<double>(serve->slo.itl_p95.count());
     }
     exit_code = run_serve(serve.value(),
-                          [eo, numa_log = numa_log.value()](std::shared_ptr<const GgufFile> gguf,
-                                                            const Tokenizer& tokenizer) {
+                          [eo, batch_log, numa_log = numa_log.value()](
+                              std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer) {
                             // Logged here, once the model has opened, so that a bad model still
                             // fails with one line.
+                            if (!batch_log.empty())
+                              std::fprintf(stderr, "novaserve serve: %s\n", batch_log.c_str());
                             std::fprintf(stderr, "novaserve serve: %s\n", numa_log.c_str());
                             return create_engine(std::move(gguf), tokenizer, eo);
                           });
