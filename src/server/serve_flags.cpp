@@ -91,8 +91,9 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
   cmd.add_option("--api-key", f.api_keys, "accepted API key (repeatable)");
   cmd.add_option("--api-key-file", f.api_key_file, "file with one API key per line");
   cmd.add_option("--telemetry", f.telemetry,
-                 "GPU metrics from: auto (NVML, else ROCm SMI), nvml, rocm, fake (test mode: "
-                 "made-up GPUs) or off")
+                 "GPU metrics from: auto (NVML, else ROCm SMI where /dev/kfd exists, else none), "
+                 "nvml, rocm, fake (test mode: two made-up GPUs) or off; with --device cuda/hip "
+                 "only the --gpu GPU")
       ->capture_default_str();
   cmd.add_option("--governor", f.governor,
                  "slo: step the SM clock cap with the latency SLO (dry-run unless "
@@ -100,7 +101,8 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
       ->capture_default_str();
   cmd.add_flag("--governor-actuate", f.governor_actuate,
                "let the governor change clocks (restored on exit); never on shared machines");
-  cmd.add_option("--governor-interval", f.governor_interval, "seconds per governor window")
+  cmd.add_option("--governor-interval", f.governor_interval,
+                 "seconds per governor window, in [0.1, 3600]")
       ->capture_default_str();
   cmd.add_option("--governor-up-windows", f.governor_up_windows,
                  "violating windows in a row before one step up")
