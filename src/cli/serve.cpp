@@ -11,6 +11,9 @@
 #include "cli/numa_flags.h"
 #include "engine/engine.h"
 #include "server/serve_flags.h"
+#if defined(NOVASERVE_WITH_GPU)
+#include "backend/gpu/platform/gpu_device_info.h"
+#endif
 
 namespace novaserve {
 namespace {
@@ -140,6 +143,24 @@ int fail(std::string message) {
   return cli_error("serve", std::move(message));
 }
 
+// The GPU this replica serves, for telemetry and the governor: its runtime ordinal (the `gpu`
+// label) and PCI address (how the SMI finds it, whatever CUDA_VISIBLE_DEVICES says). --device
+// cpu serves no GPU: the SMI's GPUs are all kept (the fake's, in tests).
+void select_telemetry_devices(const DeviceFlags& device, TelemetryOptions& t) {
+  if (!is_gpu_device(device) || t.smi == "off" || t.smi == "fake") return;
+#if defined(NOVASERVE_WITH_GPU)
+  auto pci = gpu::device_pci_bus_id(static_cast<int>(device.gpu));
+  if (pci.ok()) {
+    t.devices.push_back(SmiDeviceSelector{static_cast<int>(device.gpu), pci.value()});
+    return;
+  }
+  t.devices_error =
+      "no PCI address for GPU " + std::to_string(device.gpu) + " (" + pci.error().message + ")";
+#else
+  t.devices_error = "this build has no GPU runtime";  // device_runner_factory refuses it first
+#endif
+}
+
 }  // namespace
 
 void register_serve(CLI::App& app, int& exit_code) {
@@ -169,6 +190,7 @@ void register_serve(CLI::App& app, int& exit_code) {
       exit_code = fail(numa_log.error().message);
       return;
     }
+    select_telemetry_devices(engine_flags->device, serve.value().telemetry);
     EngineOptions eo = engine.value();
     eo.scheduler.max_queue_time = serve->max_queue_time;
     // The ITL SLO sets the step-time target unless --max-step-ms did; 0.8 leaves room for

@@ -7,6 +7,7 @@
 
 #include "gguf/gguf_file.h"
 #include "telemetry/smi_factory.h"
+#include "telemetry/smi_select.h"
 #include "telemetry/telemetry_sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -120,6 +121,13 @@ Status start_engine(const EngineFactory& make_engine, LoadedModel& m) {
   return {};
 }
 
+// The SMI handles, opened before the model so that --governor slo without a usable SMI fails in
+// one line at once, not after the weights have loaded.
+struct TelemetryHandles {
+  std::unique_ptr<Smi> sampler;
+  std::unique_ptr<Smi> governor;
+};
+
 // The sampler and the governor; declared after the model so that they stop first (the governor
 // restores the clocks it changed), and detached from the metrics before they go.
 struct Telemetry {
@@ -133,30 +141,60 @@ struct Telemetry {
   }
 };
 
+// An SMI restricted to the replica's GPUs (see TelemetryOptions::devices).
+Result<std::unique_ptr<Smi>> open_replica_smi(const TelemetryOptions& t) {
+  auto smi = open_smi(t.smi);
+  if (!smi.ok() || t.smi == "fake") return smi;
+  if (!t.devices_error.empty()) return Err(ErrorCode::kUnsupported, t.devices_error);
+  if (t.devices.empty()) return smi;
+  return select_smi_devices(std::move(smi.value()), t.devices);
+}
+
+GovernorLoopOptions governor_options(const ServeOptions& o) {
+  GovernorLoopOptions g = o.telemetry.governor_loop;
+  g.config.slo_ttft_p95_seconds = static_cast<double>(o.slo.ttft_p95.count()) / 1e3;
+  g.config.slo_itl_p95_seconds = static_cast<double>(o.slo.itl_p95.count()) / 1e3;
+  return g;
+}
+
 // Opens the SMI for metrics (a missing one is logged once: the server runs without GPU series)
-// and, with --governor slo, a second handle for the governor (missing: an error).
-Status start_telemetry(const ServeOptions& o, ServerContext& ctx, Telemetry& t) {
+// and, with --governor slo, a second handle for the governor, probed as the governor will use
+// it (missing or unusable: an error).
+Status open_telemetry(const ServeOptions& o, TelemetryHandles& h) {
   if (o.telemetry.smi == "off") return {};
-  auto smi = open_smi(o.telemetry.smi);
+  const auto governor_error = [](const Error& e) {
+    return Err(e.code, "--governor slo: " + e.message);
+  };
+  auto smi = open_replica_smi(o.telemetry);
   if (!smi.ok()) {
-    if (o.telemetry.governor)
-      return Err(smi.error().code, "--governor slo: " + smi.error().message);
+    if (o.telemetry.governor) return governor_error(smi.error());
     std::fprintf(stderr, "novaserve serve: telemetry: %s; GPU metrics are left out\n",
                  smi.error().message.c_str());
     return {};
   }
-  std::fprintf(stderr, "novaserve serve: telemetry: %s, %d GPU(s)%s\n", smi.value()->name().c_str(),
-               smi.value()->device_count(),
-               o.telemetry.smi == "fake" ? " (fake: test mode, no real device)" : "");
-  t.sampler = std::make_unique<TelemetrySampler>(std::move(smi.value()),
-                                                 o.telemetry.sample_interval, "novaserve serve");
+  h.sampler = std::move(smi.value());
   if (o.telemetry.governor) {
-    auto gsmi = open_smi(o.telemetry.smi);
-    if (!gsmi.ok()) return gsmi.error();
-    GovernorLoopOptions g = o.telemetry.governor_loop;
-    g.config.slo_ttft_p95_seconds = static_cast<double>(o.slo.ttft_p95.count()) / 1e3;
-    g.config.slo_itl_p95_seconds = static_cast<double>(o.slo.itl_p95.count()) / 1e3;
-    auto loop = GovernorLoop::start(g, std::move(gsmi.value()), ctx.metrics);
+    auto gsmi = open_replica_smi(o.telemetry);
+    if (!gsmi.ok()) return governor_error(gsmi.error());
+    if (auto st = GovernorLoop::check(governor_options(o), *gsmi.value()); !st.ok()) {
+      return governor_error(st.error());
+    }
+    h.governor = std::move(gsmi.value());
+  }
+  return {};
+}
+
+// Starts sampling and the governor on the handles open_telemetry() opened.
+Status start_telemetry(const ServeOptions& o, ServerContext& ctx, TelemetryHandles& h,
+                       Telemetry& t) {
+  if (!h.sampler) return {};
+  std::fprintf(stderr, "novaserve serve: telemetry: %s, %d GPU(s)%s\n", h.sampler->name().c_str(),
+               h.sampler->device_count(),
+               o.telemetry.smi == "fake" ? " (fake: test mode, no real device)" : "");
+  t.sampler = std::make_unique<TelemetrySampler>(std::move(h.sampler), o.telemetry.sample_interval,
+                                                 "novaserve serve");
+  if (h.governor) {
+    auto loop = GovernorLoop::start(governor_options(o), std::move(h.governor), ctx.metrics);
     if (!loop.ok()) return loop.error();
     t.governor = std::move(loop.value());
   }
@@ -183,6 +221,8 @@ int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
   auto auth = ApiKeyAuth::create(options.api_keys, options.api_key_file);
   if (!auth.ok()) return fail(auth.error().message);
   ctx.auth = std::move(auth.value());
+  TelemetryHandles smi;
+  if (auto st = open_telemetry(options, smi); !st.ok()) return fail(st.error().message);
 
   // Opened before the server exists but moved into `model` below, which is declared after the
   // server so that the engine is destroyed first.
@@ -200,7 +240,7 @@ int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
     return fail(st.error().message);
   }
   Telemetry telemetry;
-  if (auto st = start_telemetry(options, ctx, telemetry); !st.ok()) {
+  if (auto st = start_telemetry(options, ctx, smi, telemetry); !st.ok()) {
     ctx.lifecycle.begin_drain();
     server.run_until_drained();
     return fail(st.error().message);

@@ -16,6 +16,7 @@
 #include "server/http_server.h"
 #include "server/tool_call_parser.h"
 #include "telemetry/governor_loop.h"
+#include "telemetry/smi_select.h"
 
 namespace novaserve {
 
@@ -35,6 +36,13 @@ struct TelemetryOptions {
   std::string smi = "auto";  ///< --telemetry: auto, nvml, rocm, fake (test mode) or off
   std::chrono::milliseconds sample_interval{1000};
   bool governor = false;  ///< --governor slo
+  /// The GPUs this replica serves (--gpu, by PCI address): only they are sampled and governed,
+  /// so that one replica per GPU exports and steers its own GPU. Empty (--device cpu): every
+  /// GPU the SMI sees. Not applied to --telemetry fake, whose GPUs have made-up addresses.
+  std::vector<SmiDeviceSelector> devices;
+  /// Set instead of `devices` when the serving GPU's PCI address is unknown (the runtime's
+  /// message): GPU metrics are then left out, and --governor slo fails.
+  std::string devices_error;
   /// Its SLOs come from SloOptions; actuate only with --governor-actuate.
   GovernorLoopOptions governor_loop;
 };
@@ -63,9 +71,9 @@ using EngineFactory = std::function<Result<std::unique_ptr<EngineClient>>(
     std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer)>;
 
 /// Runs the server until drained. Returns the process exit code: 0 after a drain (first
-/// SIGTERM/SIGINT), 2 after a one-line error on stderr for bad options, an unreadable or
-/// invalid model, an unparsable --chat-template, an engine that cannot be built, or a port that
-/// cannot be bound.
+/// SIGTERM/SIGINT), 2 after a one-line error on stderr for bad options, --governor slo without
+/// a usable SMI (checked before the model is opened), an unreadable or invalid model, an
+/// unparsable --chat-template, an engine that cannot be built, or a port that cannot be bound.
 int run_serve(const ServeOptions& options, const EngineFactory& make_engine);
 
 }  // namespace novaserve

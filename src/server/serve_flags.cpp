@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdio>
 
 #include "common/duration.h"
 #include "server/tool_call_parser.h"
@@ -10,11 +11,18 @@
 namespace novaserve {
 namespace {
 
+// A flag's value as the user would write it ("0.001", "1.5"), not std::to_string's "0.001000".
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 Result<std::chrono::milliseconds> seconds_flag(const char* name, double s, bool allow_zero) {
   if (!std::isfinite(s) || s < 0 || (!allow_zero && s == 0) || s > 1e9) {
     return Err(ErrorCode::kInvalidInput, std::string(name) + " must be a " +
                                              (allow_zero ? "non-negative" : "positive") +
-                                             " number of seconds, got " + std::to_string(s));
+                                             " number of seconds, got " + number(s));
   }
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
 }
@@ -87,8 +95,9 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
   cmd.add_option("--api-key", f.api_keys, "accepted API key (repeatable)");
   cmd.add_option("--api-key-file", f.api_key_file, "file with one API key per line");
   cmd.add_option("--telemetry", f.telemetry,
-                 "GPU metrics from: auto (NVML, else ROCm SMI), nvml, rocm, fake (test mode: "
-                 "made-up GPUs) or off")
+                 "GPU metrics from: auto (NVML, else ROCm SMI where /dev/kfd exists, else none), "
+                 "nvml, rocm, fake (test mode: two made-up GPUs) or off; with --device cuda/hip "
+                 "only the --gpu GPU")
       ->capture_default_str();
   cmd.add_option("--governor", f.governor,
                  "slo: step the SM clock cap with the latency SLO (dry-run unless "
@@ -96,7 +105,8 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& f) {
       ->capture_default_str();
   cmd.add_flag("--governor-actuate", f.governor_actuate,
                "let the governor change clocks (restored on exit); never on shared machines");
-  cmd.add_option("--governor-interval", f.governor_interval, "seconds per governor window")
+  cmd.add_option("--governor-interval", f.governor_interval,
+                 "seconds per governor window, in [0.1, 3600]")
       ->capture_default_str();
   cmd.add_option("--governor-up-windows", f.governor_up_windows,
                  "violating windows in a row before one step up")
@@ -123,24 +133,23 @@ Result<TelemetryOptions> to_telemetry_options(const ServeFlags& f, const SloOpti
   }
   t.governor = f.governor == "slo";
   if (f.governor_actuate && !t.governor) return bad("--governor-actuate needs --governor slo");
-  if (!std::isfinite(f.governor_interval) || f.governor_interval <= 0 ||
-      f.governor_interval > 3600) {
-    return bad("--governor-interval must be in (0, 3600] seconds, got " +
-               std::to_string(f.governor_interval));
+  // Below 0.1 s a window holds too few requests for a P95, and each decision is a log line.
+  if (!(f.governor_interval >= 0.1 && f.governor_interval <= 3600)) {
+    return bad("--governor-interval must be in [0.1, 3600] seconds, got " +
+               number(f.governor_interval));
   }
   NOVASERVE_RETURN_IF_ERROR(at_least("--governor-up-windows", f.governor_up_windows, 1, 1000));
   NOVASERVE_RETURN_IF_ERROR(at_least("--governor-down-windows", f.governor_down_windows, 1, 1000));
   GovernorLoopOptions& g = t.governor_loop;
   g.actuate = f.governor_actuate;
   g.interval = std::chrono::milliseconds(std::llround(f.governor_interval * 1000));
-  if (g.interval.count() < 1) g.interval = std::chrono::milliseconds(1);
   g.config.up_windows = static_cast<int>(f.governor_up_windows);
   g.config.down_windows = static_cast<int>(f.governor_down_windows);
   g.config.headroom = f.governor_headroom;
   g.config.slo_ttft_p95_seconds = static_cast<double>(slo.ttft_p95.count()) / 1e3;
   g.config.slo_itl_p95_seconds = static_cast<double>(slo.itl_p95.count()) / 1e3;
   if (!(f.governor_headroom > 0 && f.governor_headroom < 1)) {
-    return bad("--governor-headroom must be in (0, 1), got " + std::to_string(f.governor_headroom));
+    return bad("--governor-headroom must be in (0, 1), got " + number(f.governor_headroom));
   }
   if (t.governor) {
     if (t.smi == "off") return bad("--governor slo needs GPU telemetry, not --telemetry off");

@@ -59,9 +59,9 @@ void add_serve_flags(CLI::App& cmd, ServeFlags& flags);
 /// Checks ranges and converts. Errors: kInvalidInput naming the flag (port outside 0..65535,
 /// non-positive or non-finite timeouts, counts < 1, a missing --model, an unknown
 /// --tool-call-parser, a duration that common/duration.h cannot parse or that is 0 for an SLO; an
-/// unknown --telemetry or --governor, a --governor-interval <= 0, a --governor-headroom outside
-/// (0, 1), --governor-actuate without --governor slo, --governor slo without an SLO or with
-/// --telemetry off).
+/// unknown --telemetry or --governor, a --governor-interval outside [0.1, 3600] s, a
+/// --governor-headroom outside (0, 1), --governor-actuate without --governor slo, --governor slo
+/// without an SLO or with --telemetry off).
 Result<ServeOptions> to_serve_options(const ServeFlags& flags);
 
 }  // namespace novaserve

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <numbers>
 
+#include "telemetry/pci_address.h"
+
 namespace novaserve {
 namespace {
 
@@ -54,6 +56,21 @@ double FakeGpuState::advance_energy(int gpu, double watts) {
 }
 
 FakeSmi::FakeSmi(std::shared_ptr<FakeGpuState> state) : state_(std::move(state)) {}
+
+std::string FakeSmi::pci_bus_id(int gpu) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0000:%02x:00.0", 0x10 + gpu);
+  return buf;
+}
+
+Result<int> FakeSmi::device_by_pci_bus_id(const std::string& pci_bus_id) {
+  auto want = parse_pci_address(pci_bus_id);
+  if (!want.ok()) return want.error();
+  for (int i = 0; i < state_->devices(); ++i) {
+    if (parse_pci_address(FakeSmi::pci_bus_id(i)).value() == want.value()) return i;
+  }
+  return Err(ErrorCode::kNotFound, "fake SMI: no GPU at PCI " + pci_bus_id);
+}
 
 Status FakeSmi::check_index(int gpu) const {
   if (gpu < 0 || gpu >= state_->devices()) {

@@ -48,8 +48,11 @@ class FakeSmi final : public Smi {
   static constexpr double kMinClockHz = 210e6;
 
   explicit FakeSmi(std::shared_ptr<FakeGpuState> state);
+  /// The PCI address of fake GPU `gpu`: "0000:1I:00.0" (bus 0x10 + gpu), made up but well formed.
+  static std::string pci_bus_id(int gpu);
   std::string name() const override { return "fake"; }
   int device_count() const override { return state_->devices(); }
+  Result<int> device_by_pci_bus_id(const std::string& pci_bus_id) override;
   Result<GpuSample> sample(int gpu) override;
   Result<std::vector<double>> supported_sm_clocks(int gpu) override;
   Result<ClockCapState> clock_cap(int gpu) override;

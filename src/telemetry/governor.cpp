@@ -12,7 +12,9 @@ Status validate(const GovernorConfig& c) {
     return bad("--governor slo needs --slo-ttft-p95 or --slo-itl-p95");
   }
   if (!(c.headroom > 0 && c.headroom < 1)) {
-    return bad("--governor-headroom must be in (0, 1), got " + std::to_string(c.headroom));
+    char got[32];  // as typed ("1.5"), not std::to_string's "1.500000"
+    std::snprintf(got, sizeof got, "%g", c.headroom);
+    return bad(std::string("--governor-headroom must be in (0, 1), got ") + got);
   }
   if (c.up_windows < 1) return bad("--governor-up-windows must be >= 1");
   if (c.down_windows < 1) return bad("--governor-down-windows must be >= 1");

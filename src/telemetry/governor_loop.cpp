@@ -15,20 +15,30 @@ std::string ms(double seconds) {
   return buf;
 }
 
+Result<std::vector<double>> ladder_of(const GovernorLoopOptions& o, Smi& smi) {
+  NOVASERVE_RETURN_IF_ERROR(validate(o.config));
+  if (smi.device_count() < 1) {
+    return Err(ErrorCode::kUnsupported, "governor: " + smi.name() + " sees no GPU");
+  }
+  auto supported = smi.supported_sm_clocks(0);
+  if (!supported.ok()) {
+    return Err(supported.error().code, "governor: " + supported.error().message);
+  }
+  return clock_ladder(supported.value(), o.config);
+}
+
 }  // namespace
+
+Status GovernorLoop::check(const GovernorLoopOptions& options, Smi& smi) {
+  auto ladder = ladder_of(options, smi);
+  if (!ladder.ok()) return ladder.error();
+  return {};
+}
 
 Result<std::unique_ptr<GovernorLoop>> GovernorLoop::start(const GovernorLoopOptions& o,
                                                           std::unique_ptr<Smi> smi,
                                                           LatencySource& source) {
-  NOVASERVE_RETURN_IF_ERROR(validate(o.config));
-  if (smi->device_count() < 1) {
-    return Err(ErrorCode::kUnsupported, "governor: " + smi->name() + " sees no GPU");
-  }
-  auto supported = smi->supported_sm_clocks(0);
-  if (!supported.ok()) {
-    return Err(supported.error().code, "governor: " + supported.error().message);
-  }
-  auto ladder = clock_ladder(supported.value(), o.config);
+  auto ladder = ladder_of(o, *smi);
   if (!ladder.ok()) return ladder.error();
   std::vector<ClockCapState> found;
   if (o.actuate) {
@@ -50,6 +60,7 @@ GovernorLoop::GovernorLoop(const GovernorLoopOptions& options, std::unique_ptr<S
       smi_(std::move(smi)),
       source_(source),
       governor_(std::move(governor)),
+      log_filter_(options_.config.headroom),
       found_(std::move(found)) {
   status_.target_hertz = governor_.target_hertz();
   status_.actuating = options_.actuate;
@@ -91,14 +102,20 @@ void GovernorLoop::run() {
     const GovernorDecision d = governor_.on_window(w);
     ++status_.decisions[static_cast<int>(d.direction)];
     status_.target_hertz = d.to_hertz;
-    std::fprintf(stderr,
-                 "%s: governor: %s %s %.0f -> %.0f MHz (%s; TTFT P95 %s n=%lld, ITL P95 %s "
-                 "n=%lld)\n",
-                 options_.log_prefix.c_str(), options_.actuate ? "actuate" : "dry-run",
-                 direction_name(d.direction), d.from_hertz / 1e6, d.to_hertz / 1e6,
-                 d.reason.c_str(), ms(w.ttft_p95_seconds).c_str(),
-                 static_cast<long long>(w.ttft_count), ms(w.itl_p95_seconds).c_str(),
-                 static_cast<long long>(w.itl_count));
+    if (log_filter_.should_log(d, DecisionLogFilter::Clock::now())) {
+      const std::string skipped =
+          log_filter_.skipped() > 0
+              ? "; " + std::to_string(log_filter_.skipped()) + " hold(s) since the last line"
+              : "";
+      std::fprintf(stderr,
+                   "%s: governor: %s %s %.0f -> %.0f MHz (%s; TTFT P95 %s n=%lld, ITL P95 %s "
+                   "n=%lld%s)\n",
+                   options_.log_prefix.c_str(), options_.actuate ? "actuate" : "dry-run",
+                   direction_name(d.direction), d.from_hertz / 1e6, d.to_hertz / 1e6,
+                   d.reason.c_str(), ms(w.ttft_p95_seconds).c_str(),
+                   static_cast<long long>(w.ttft_count), ms(w.itl_p95_seconds).c_str(),
+                   static_cast<long long>(w.itl_count), skipped.c_str());
+    }
     if (options_.actuate && d.direction != GovernorDirection::kHold) apply(d);
     lock.lock();
   }

@@ -1,6 +1,8 @@
 // The governor at run time: a thread that every interval takes a latency window, lets Governor
-// decide, logs the decision, and (only with --governor-actuate) applies it to every GPU of the
-// SMI. Restores the caps it found when stopped, destroyed, or on a fast exit (exit_restore.h).
+// decide, logs the decision (holds only when their state changes, decision_log.h), and (only
+// with --governor-actuate) applies it to every GPU of the SMI it is given: serve gives it the
+// replica's own GPU only (smi_select.h). Restores the caps it found when stopped, destroyed, or
+// on a fast exit (exit_restore.h).
 #pragma once
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "telemetry/decision_log.h"
 #include "telemetry/governor.h"
 #include "telemetry/latency_window.h"
 #include "telemetry/smi.h"
@@ -34,9 +37,15 @@ struct GovernorStatus {
 
 class GovernorLoop {
  public:
-  /// Reads GPU 0's supported clocks for the ladder and, when actuating, the caps of every GPU
-  /// (the state to restore); then starts the thread. `source` must outlive the loop. Errors:
-  /// kUnsupported when the SMI has no GPU or cannot list clocks, and what validate() reports.
+  /// What start() checks, without starting or reading caps: `smi` sees a GPU and GPU 0 lists
+  /// clocks that make a ladder. serve calls it before loading the model, to fail in one line.
+  /// Errors: as start().
+  static Status check(const GovernorLoopOptions& options, Smi& smi);
+  /// Reads GPU 0's supported clocks for the ladder (with several GPUs, GPU 0 is the SMI's
+  /// first: one replica's GPUs are one model) and, when actuating, the caps of every GPU of
+  /// `smi` (the state to restore); then starts the thread. `source` must outlive the loop.
+  /// Errors: kUnsupported when the SMI has no GPU or cannot list clocks, and what validate()
+  /// reports.
   static Result<std::unique_ptr<GovernorLoop>> start(const GovernorLoopOptions& options,
                                                      std::unique_ptr<Smi> smi,
                                                      LatencySource& source);
@@ -57,6 +66,7 @@ class GovernorLoop {
   std::unique_ptr<Smi> smi_;
   LatencySource& source_;
   Governor governor_;
+  DecisionLogFilter log_filter_;      // governor thread only
   std::vector<ClockCapState> found_;  // per GPU, read at start (actuating only)
   std::mutex device_mu_;              // actuation vs restore (the latter from any thread)
   bool changed_ = false;              // a cap was written and not yet restored

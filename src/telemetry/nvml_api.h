@@ -6,8 +6,9 @@
 
 namespace novaserve::nvml {
 
-using Return = int;             // nvmlReturn_t
-constexpr Return kSuccess = 0;  // NVML_SUCCESS
+using Return = int;                   // nvmlReturn_t
+constexpr Return kSuccess = 0;        // NVML_SUCCESS
+constexpr Return kErrorNotFound = 6;  // NVML_ERROR_NOT_FOUND
 
 struct DeviceOpaque;
 using Device = DeviceOpaque*;  // nvmlDevice_t
@@ -34,6 +35,8 @@ struct Api {
   const char* (*error_string)(Return);
   Return (*device_get_count_v2)(unsigned int*);
   Return (*device_get_handle_by_index_v2)(unsigned int, Device*);
+  // "domain:bus:device.function" in hex, as cudaDeviceGetPCIBusId writes it.
+  Return (*device_get_handle_by_pci_bus_id_v2)(const char*, Device*);
   Return (*device_get_temperature)(Device, int, unsigned int*);
   Return (*device_get_power_usage)(Device, unsigned int*);                     // mW
   Return (*device_get_total_energy_consumption)(Device, unsigned long long*);  // mJ

@@ -26,6 +26,21 @@ class NvmlSmi final : public Smi {
   std::string name() const override { return "nvml"; }
   int device_count() const override { return static_cast<int>(devices_.size()); }
 
+  Result<int> device_by_pci_bus_id(const std::string& pci_bus_id) override {
+    nvml::Device d = nullptr;
+    const nvml::Return r = api_.device_get_handle_by_pci_bus_id_v2(pci_bus_id.c_str(), &d);
+    if (r == nvml::kErrorNotFound) {
+      return Err(ErrorCode::kNotFound, "NVML: no GPU at PCI " + pci_bus_id);
+    }
+    if (r != nvml::kSuccess) return failed("nvmlDeviceGetHandleByPciBusId_v2", r);
+    // NVML hands out one handle per device, so the enumerated one compares equal; a device
+    // that enumeration skipped (its handle failed then) is added rather than lost.
+    const auto it = std::find(devices_.begin(), devices_.end(), d);
+    if (it != devices_.end()) return static_cast<int>(it - devices_.begin());
+    devices_.push_back(d);
+    return device_count() - 1;
+  }
+
   Result<GpuSample> sample(int gpu) override {
     auto dev = device(gpu);
     if (!dev.ok()) return dev.error();
@@ -143,6 +158,7 @@ Result<std::unique_ptr<Smi>> open_nvml_smi() {
       resolve(lib, "nvmlErrorString", a.error_string) &&
       resolve(lib, "nvmlDeviceGetCount_v2", a.device_get_count_v2) &&
       resolve(lib, "nvmlDeviceGetHandleByIndex_v2", a.device_get_handle_by_index_v2) &&
+      resolve(lib, "nvmlDeviceGetHandleByPciBusId_v2", a.device_get_handle_by_pci_bus_id_v2) &&
       resolve(lib, "nvmlDeviceGetTemperature", a.device_get_temperature) &&
       resolve(lib, "nvmlDeviceGetPowerUsage", a.device_get_power_usage) &&
       resolve(lib, "nvmlDeviceGetTotalEnergyConsumption", a.device_get_total_energy_consumption) &&

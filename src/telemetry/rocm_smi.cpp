@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "telemetry/pci_address.h"
+
 namespace novaserve {
 namespace {
 
@@ -14,6 +16,7 @@ struct RsmiApi {
   decltype(&rsmi_init) init;
   decltype(&rsmi_shut_down) shut_down;
   decltype(&rsmi_num_monitor_devices) num_devices;
+  decltype(&rsmi_dev_pci_id_get) pci_id;
   decltype(&rsmi_dev_temp_metric_get) temp;
   decltype(&rsmi_dev_power_ave_get) power;
   decltype(&rsmi_dev_energy_count_get) energy;
@@ -41,6 +44,20 @@ class RocmSmi final : public Smi {
   }
   std::string name() const override { return "rocm-smi"; }
   int device_count() const override { return static_cast<int>(n_); }
+
+  // Bits 16..31 of a BDFID are reserved (newer ROCm puts a partition id there): compared without.
+  Result<int> device_by_pci_bus_id(const std::string& pci_bus_id) override {
+    auto want = parse_pci_address(pci_bus_id);
+    if (!want.ok()) return want.error();
+    constexpr uint64_t kMask = ~uint64_t{0xffff0000};
+    for (uint32_t d = 0; d < n_; ++d) {
+      uint64_t bdfid = 0;
+      if (api_.pci_id(d, &bdfid) == RSMI_STATUS_SUCCESS && (bdfid & kMask) == want.value()) {
+        return static_cast<int>(d);
+      }
+    }
+    return Err(ErrorCode::kNotFound, "ROCm SMI: no GPU at PCI " + pci_bus_id);
+  }
 
   Result<GpuSample> sample(int gpu) override {
     NOVASERVE_RETURN_IF_ERROR(check(gpu));
@@ -143,6 +160,7 @@ Result<std::unique_ptr<Smi>> open_rocm_smi() {
   const bool all = resolve(lib, "rsmi_init", a.init) &&
                    resolve(lib, "rsmi_shut_down", a.shut_down) &&
                    resolve(lib, "rsmi_num_monitor_devices", a.num_devices) &&
+                   resolve(lib, "rsmi_dev_pci_id_get", a.pci_id) &&
                    resolve(lib, "rsmi_dev_temp_metric_get", a.temp) &&
                    resolve(lib, "rsmi_dev_power_ave_get", a.power) &&
                    resolve(lib, "rsmi_dev_energy_count_get", a.energy) &&

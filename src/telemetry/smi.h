@@ -16,7 +16,7 @@ namespace novaserve {
 /// One reading of one GPU. A field the device or library does not report is empty, and its
 /// metric is left out rather than exported as 0.
 struct GpuSample {
-  int index = 0;                              ///< the SMI's device index (metric label `gpu`)
+  int index = 0;  ///< metric label `gpu`: the SMI's index, or the runtime ordinal (smi_select.h)
   std::optional<double> temperature_celsius;  ///< GPU (edge/core) sensor
   std::optional<double> power_watts;          ///< board power draw, averaged by the driver
   std::optional<double> energy_joules;        ///< monotonic since the driver loaded (or since
@@ -43,6 +43,11 @@ class Smi {
   virtual std::string name() const = 0;
   /// GPUs this SMI sees (0 is valid: a library with no device).
   virtual int device_count() const = 0;
+  /// The SMI index of the GPU at PCI address `pci_bus_id` ("0000:17:00.0", as
+  /// cudaDeviceGetPCIBusId writes it), so that a replica finds its own GPU whatever the SMI's
+  /// numbering and CUDA_VISIBLE_DEVICES. Errors: kNotFound (no such GPU), kInvalidInput (not a
+  /// PCI address), kUnsupported/kIo from the library.
+  virtual Result<int> device_by_pci_bus_id(const std::string& pci_bus_id) = 0;
   /// Reads GPU `gpu`. Errors: kNotFound for an index out of range, kIo when the library fails.
   virtual Result<GpuSample> sample(int gpu) = 0;
   /// The SM clocks (Hz, ascending) that the device accepts as a cap. Errors: kUnsupported where

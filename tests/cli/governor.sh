@@ -9,6 +9,16 @@ M=(serve --model "$MODEL")
 expect_exit2 "--governor-actuate without --governor slo" "$BIN" "${M[@]}" --governor-actuate
 expect_exit2 "negative --governor-interval" "$BIN" "${M[@]}" --governor slo \
   --slo-itl-p95 50ms --governor-interval -1
+expect_exit2 "--governor-interval below 0.1 s" "$BIN" "${M[@]}" --governor slo \
+  --slo-itl-p95 50ms --governor-interval 0.001 &&
+  { grep -q 'got 0.001$' "$TMP/err" || fail "interval error does not show 0.001: $(cat "$TMP/err")"; }
+# The SMI is probed before the model is opened: with no NVML here, a missing model file is not
+# what the one line names.
+if ! ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1; then
+  expect_exit2 "--governor slo without NVML" "$BIN" serve --model "$TMP/absent.gguf" \
+    --governor slo --slo-itl-p95 50ms --telemetry nvml &&
+    { grep -q -- '--governor slo: NVML' "$TMP/err" || fail "not the SMI error: $(cat "$TMP/err")"; }
+fi
 expect_exit2 "--governor-headroom 1" "$BIN" "${M[@]}" --governor slo --slo-itl-p95 50ms \
   --governor-headroom 1
 expect_exit2 "--governor-headroom 0" "$BIN" "${M[@]}" --governor slo --slo-itl-p95 50ms \

@@ -66,5 +66,22 @@ TEST(ServeFlags, OutOfRangeValuesNameTheFlag) {
   }
 }
 
+TEST(ServeFlags, GovernorIntervalBelowATenthOfASecondIsRefusedWithTheValueAsTyped) {
+  const std::vector<std::string> slo = {"--model",       "m.gguf", "--governor",         "slo",
+                                        "--slo-itl-p95", "50ms",   "--governor-interval"};
+  auto args = slo;
+  args.push_back("0.001");
+  auto o = parse(args);
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.error().message, "--governor-interval must be in [0.1, 3600] seconds, got 0.001");
+  args = slo;
+  args.push_back("0.1");
+  EXPECT_TRUE(parse(args).ok());
+  auto h = parse({"--model", "m.gguf", "--governor", "slo", "--slo-itl-p95", "50ms",
+                  "--governor-headroom", "1.5"});
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error().message, "--governor-headroom must be in (0, 1), got 1.5");
+}
+
 }  // namespace
 }  // namespace novaserve
