@@ -126,6 +126,7 @@ Status start_engine(const EngineFactory& make_engine, LoadedModel& m) {
 struct TelemetryHandles {
   std::unique_ptr<Smi> sampler;
   std::unique_ptr<Smi> governor;
+  std::string missing;  ///< why no SMI opened for metrics (logged once the model has opened)
 };
 
 // The sampler and the governor; declared after the model so that they stop first (the governor
@@ -168,8 +169,9 @@ Status open_telemetry(const ServeOptions& o, TelemetryHandles& h) {
   auto smi = open_replica_smi(o.telemetry);
   if (!smi.ok()) {
     if (o.telemetry.governor) return governor_error(smi.error());
-    std::fprintf(stderr, "novaserve serve: telemetry: %s; GPU metrics are left out\n",
-                 smi.error().message.c_str());
+    // Logged by start_telemetry, once the model has opened, so that a bad model still fails
+    // with one line.
+    h.missing = smi.error().message;
     return {};
   }
   h.sampler = std::move(smi.value());
@@ -187,6 +189,10 @@ Status open_telemetry(const ServeOptions& o, TelemetryHandles& h) {
 // Starts sampling and the governor on the handles open_telemetry() opened.
 Status start_telemetry(const ServeOptions& o, ServerContext& ctx, TelemetryHandles& h,
                        Telemetry& t) {
+  if (!h.missing.empty()) {
+    std::fprintf(stderr, "novaserve serve: telemetry: %s; GPU metrics are left out\n",
+                 h.missing.c_str());
+  }
   if (!h.sampler) return {};
   std::fprintf(stderr, "novaserve serve: telemetry: %s, %d GPU(s)%s\n", h.sampler->name().c_str(),
                h.sampler->device_count(),
