@@ -227,6 +227,13 @@ fi
 # (batched-bench npl 32: compare its generation-phase rate). The first model also gets a per-op
 # profile (NOVASERVE_GPU_PROFILE=1) at batch 1 and 32. With --serve, each model is served and
 # driven by loadgen's fin-qa workload to its largest QPS under the seed's SLO.
+wait_healthy() {  # wait_healthy PORT: until the server on PORT answers /health (at most 120 s)
+  for _ in $(seq 120); do
+    curl -sf "http://127.0.0.1:$1/health" >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  return 1
+}
 ensure_model() {  # ensure_model PRESET: synthesizes $scratch/PRESET.gguf once
   [ -f "$scratch/$1.gguf" ] ||
     "$NS" synth --preset "$1" --type q4_0 -o "$scratch/$1.gguf" >>"$OUT/synth.txt" 2>&1
@@ -250,10 +257,7 @@ serve_model() {  # serve_model PRESET FIRST_QPS
   ensure_model "$name"
   "$NS" serve --device cuda --model "$m" --port $port >"$OUT/serve-$name.log" 2>&1 &
   local spid=$!
-  for _ in $(seq 120); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    sleep 1
-  done
+  wait_healthy "$port"
   # Default probes (30 s each) and the confirmation run (60 s) at the rate found.
   timeout 480 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --find-max-qps \
     --qps "$2" --max-qps 400 --qps-tolerance 0.1 --warmup-requests 8 --slo-ttft-p95 187ms \
@@ -286,10 +290,7 @@ overload_model() {  # overload_model PRESET: plain and SLO-aware servers at $OVE
     # shellcheck disable=SC2086
     "$NS" serve --device cuda --model "$m" --port $port $flags >"$OUT/overload-$name-$mode-serve.log" 2>&1 &
     local spid=$!
-    for _ in $(seq 120); do
-      curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-      sleep 1
-    done
+    wait_healthy "$port"
     timeout 200 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --qps "$qps" \
       --duration 60s --drain-timeout 60s --warmup-requests 4 --slo-ttft-p95 187ms \
       --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/overload-$name-$mode.json" \
@@ -310,10 +311,7 @@ governor_dry_run() {  # governor_dry_run GGUF NAME: never actuates (shared machi
   "$NS" serve --device cuda --model "$m" --port $port --telemetry nvml --governor slo \
     --governor-interval 5 --slo-ttft-p95 187ms --slo-itl-p95 25ms >"$OUT/governor-serve.log" 2>&1 &
   local spid=$!
-  for _ in $(seq 120); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    sleep 1
-  done
+  wait_healthy "$port"
   for q in 2 8 16; do
     timeout 60 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --qps $q \
       --duration 20s --tokenizer-model "$m" >"$OUT/governor-loadgen-$q.log" 2>&1
@@ -362,10 +360,7 @@ sweep_model() {  # sweep_model PRESET: fin-qa at SWEEP_QPS and a bench per --max
     "$NS" serve --device cuda --model "$m" --port $port --max-num-seqs "$n" \
       --max-num-batched-tokens 8192 >"$OUT/sweep-$name-$n-serve.log" 2>&1 &
     local spid=$!
-    for _ in $(seq 120); do
-      curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-      sleep 1
-    done
+    wait_healthy "$port"
     timeout 100 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --qps "$SWEEP_QPS" \
       --duration 30s --drain-timeout 30s --warmup-requests 4 --slo-ttft-p95 187ms \
       --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/sweep-$name-$n.json" \
