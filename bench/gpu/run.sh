@@ -38,6 +38,12 @@
 #               128 generated; bench-sweep-PRESET-N.*): the data behind the GPU default of
 #               --max-num-seqs (docs/benchmarks.md, "GPU batch limits").
 # --serve-start QPS  first probe of --serve's --find-max-qps (default 64; 32 for u15-lite-12b).
+# --ab OLD_BIN  A/B speed of two builds on the first model of --models: OLD_BIN (another
+#               novaserve, e.g. build-gpucarry/bin/novaserve-old from the previous commit) and the
+#               carried one, interleaved old, new, old, new, old, new; each run is `bench` at
+#               batch 1 (prompt 16,2048: decode tg128 and prefill pp2048) and at batch 32 (prompt
+#               1024). ab-{old,new}-RUN-{b1,b32}.json and ab.md: the medians of decode b1, decode
+#               b32 and pp2048 per build and new/old (docs/benchmarks.md's A/B tables).
 # Synthesized files go to $TMPDIR and are deleted.
 #
 # Uses build-gpucarry/bin/gpu_op_test when present (built on the development machine by
@@ -52,7 +58,7 @@ set -u
 usage() {
   echo "usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]" \
     "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
-    "[--sweep-qps QPS] [--serve-start QPS] [--governor]" >&2
+    "[--sweep-qps QPS] [--serve-start QPS] [--governor] [--ab OLD_BIN]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -70,6 +76,7 @@ OVERLOAD_QPS=
 SEQS_SWEEP=
 SWEEP_QPS=120
 SERVE_START=
+AB_OLD=
 BENCH_MODELS=llama3-8b
 MODEL=
 while [ $# -gt 0 ]; do
@@ -98,6 +105,11 @@ while [ $# -gt 0 ]; do
     --serve-start)
       [ $# -ge 2 ] || usage
       SERVE_START=$2
+      shift
+      ;;
+    --ab)
+      [ $# -ge 2 ] || usage
+      AB_OLD=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
       shift
       ;;
     --models)
@@ -375,6 +387,25 @@ sweep_model() {  # sweep_model PRESET: fin-qa at SWEEP_QPS and a bench per --max
     grep -E '^\|' "$OUT/bench-sweep-$name-$n.log" | tail -n 2 | tee -a "$OUT/summary.md"
   done
 }
+ab_model() {  # ab_model PRESET: OLD_BIN and the carried build interleaved, three runs each
+  local name=$1 m="$scratch/$1.gguf" run which bin
+  ensure_model "$name"
+  for run in 1 2 3; do
+    for which in old new; do
+      bin=$NS
+      [ "$which" = old ] && bin=$AB_OLD
+      timeout 200 "$bin" bench --device cuda --model "$m" --batch 1 --prompt 16,2048 --gen 128 \
+        --json "$OUT/ab-$which-$run-b1.json" >>"$OUT/ab.log" 2>&1
+      timeout 200 "$bin" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
+        --json "$OUT/ab-$which-$run-b32.json" >>"$OUT/ab.log" 2>&1
+      echo "ab $name $which run $run: done" | tee -a "$OUT/summary.md"
+    done
+  done
+  python3 "$ROOT/bench/gpu/ab_summary.py" "$OUT" | tee "$OUT/ab.md" | tee -a "$OUT/summary.md"
+}
+if [ -n "$AB_OLD" ]; then
+  LD_LIBRARY_PATH="$ROOT/build-gpucarry/lib:$LD_LIBRARY_PATH" ab_model "${BENCH_MODELS%% *}"
+fi
 if [ -n "$SEQS_SWEEP" ]; then
   sweep_model "${BENCH_MODELS%% *}"
 fi

@@ -46,6 +46,9 @@ struct RopeParams {
   float freq_scale = 1.0f;
   const float* freq_factors = nullptr;  ///< n_rot/2 divisors or null
   RopeOrdering ordering = RopeOrdering::kNormal;
+  /// Multiplies every cos and sin of the table (LongRoPE's attention factor, Ding et al. 2024,
+  /// "LongRoPE"; Phi-3); 1 otherwise.
+  float attn_factor = 1.0f;
 };
 
 /// One sequence's K and V for one layer, in a paged cache (the PagedAttention layout, Kwon et al.
@@ -78,6 +81,17 @@ struct AttentionSeq {
   int32_t n_new = 0;
   int32_t pos0 = 0;
   KvLayerView kv;
+  /// Bytes from one layer's K (and V) pool to the next: layer l's view is `kv` with k and v
+  /// advanced by l * layer_stride (AttentionStep's `kv` is layer 0's).
+  int64_t layer_stride = 0;
+
+  /// This sequence's view of layer `il`.
+  KvLayerView layer(int64_t il) const {
+    KvLayerView l = kv;
+    l.k = static_cast<uint8_t*>(kv.k) + il * layer_stride;
+    l.v = static_cast<uint8_t*>(kv.v) + il * layer_stride;
+    return l;
+  }
 };
 
 /// Attention geometry. Query head h reads KV head h / (n_head / n_head_kv) (GQA, Ainslie et al.
@@ -87,6 +101,16 @@ struct AttentionShape {
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   float scale = 1.0f;
+};
+
+/// What Backend::plan_attention gets once per step: every sequence's rows and KV (layer 0's
+/// views, host array valid until the step's last attention call), and the step's shape.
+struct AttentionStep {
+  const AttentionSeq* seqs = nullptr;
+  int32_t n_seqs = 0;
+  int64_t n_rows = 0;   ///< token rows of the step (the sum of n_new)
+  int32_t max_new = 0;  ///< largest n_new: 1 for a decode-only step
+  AttentionShape shape;
 };
 
 }  // namespace novaserve

@@ -9,8 +9,9 @@
 
 namespace novaserve {
 
-/// RoPE of `c` (linear scaling as freq_scale = 1/factor; llama3 scaling through `freq_factors`,
-/// n_rot/2 divisors or null, in the memory the kernels read).
+/// RoPE of `c` (linear scaling as freq_scale = 1/factor; llama3 and longrope scaling through
+/// `freq_factors`, n_rot/2 divisors or null, in the memory the kernels read; longrope's
+/// attention factor).
 inline RopeParams rope_params(const ModelConfig& c, const float* freq_factors) {
   RopeParams r;
   r.n_rot = static_cast<int32_t>(c.n_rot);
@@ -19,6 +20,8 @@ inline RopeParams rope_params(const ModelConfig& c, const float* freq_factors) {
       c.rope_scaling.type == RopeScalingType::kLinear ? 1.0f / c.rope_scaling.factor : 1.0f;
   r.freq_factors = freq_factors;
   r.ordering = c.rope_ordering;
+  r.attn_factor =
+      c.rope_scaling.type == RopeScalingType::kLongRope ? c.rope_scaling.attn_factor : 1.0f;
   return r;
 }
 

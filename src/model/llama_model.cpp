@@ -1,12 +1,10 @@
 #include "model/llama_model.h"
 
-#include <cmath>
-#include <cstring>
+#include <algorithm>
 #include <string>
 
 #include "common/check.h"
 #include "model/forward_check.h"
-#include "model/layer_params.h"
 
 namespace novaserve {
 
@@ -33,10 +31,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::create(std::shared_ptr<const Ggu
   m->config_ = std::move(config.value());
   m->weights_ = std::move(weights.value());
   m->backend_ = std::move(backend);
-  m->rope_ = rope_params(m->config_, m->weights_.rope_freq_factors.empty()
-                                         ? nullptr
-                                         : m->weights_.rope_freq_factors.data());
-  m->attn_shape_ = attention_shape(m->config_);
+  m->forward_ = std::make_unique<LlamaForward>(m->config_, m->weights_.views());
   return m;
 }
 
@@ -45,6 +40,7 @@ void LlamaModel::ensure_capacity(int64_t n_rows, int64_t n_logit_rows) {
   if (n_rows > rows_capacity_) {
     grow(ids_, n_rows);
     grow(pos_, n_rows);
+    grow(logit_rows_, n_rows);
     grow(x_, n_rows * c.n_embd);
     grow(h_, n_rows * c.n_embd);
     grow(o_, n_rows * c.n_embd);
@@ -76,11 +72,15 @@ Status LlamaModel::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_conte
   seq_logit_row_.reserve(max_seqs);
   seq_all_logits_.reserve(max_seqs);
   seq_n_tokens_.reserve(max_seqs);
-  backend_->reserve(max_rows, max_context, attn_shape_, block_size);
-  return {};
+  return backend_->reserve(max_rows, max_context, forward_->attention_shape(), block_size);
 }
 
 Status LlamaModel::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
+  return forward_layers(seqs, LayerRange{0, config_.n_layer}, mode);
+}
+
+Status LlamaModel::forward_layers(std::span<const ForwardSeq> seqs, LayerRange range,
+                                  ActQuant mode) {
   const ModelConfig& c = config_;
   auto rows = check_forward(seqs, c);
   if (!rows.ok()) return rows.error();
@@ -95,6 +95,7 @@ Status LlamaModel::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
   seq_n_tokens_.resize(seqs.size());
   int64_t row = 0;
   int64_t logit_row = 0;
+  int32_t max_new = 0;
   for (size_t s = 0; s < seqs.size(); ++s) {
     const ForwardSeq& seq = seqs[s];
     const auto n = static_cast<int32_t>(seq.tokens.size());
@@ -102,71 +103,56 @@ Status LlamaModel::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
       ids_[row + i] = seq.tokens[i];
       pos_[row + i] = seq.pos0 + i;
     }
+    for (int32_t i = seq.all_logits ? 0 : n - 1; i < n; ++i) {
+      logit_rows_[logit_row++] = static_cast<int32_t>(row + i);
+    }
     attn_seqs_[s].row_begin = row;
     attn_seqs_[s].n_new = n;
     attn_seqs_[s].pos0 = seq.pos0;
-    seq_logit_row_[s] = logit_row;
+    attn_seqs_[s].kv = seq.kv.layer(0);
+    attn_seqs_[s].layer_stride = seq.kv.layer_stride;
+    seq_logit_row_[s] = logit_row - (seq.all_logits ? n : 1);
     seq_all_logits_[s] = seq.all_logits ? 1 : 0;
     seq_n_tokens_[s] = n;
     row += n;
-    logit_row += seq.all_logits ? n : 1;
+    max_new = std::max(max_new, n);
   }
+  step_rows_ = n_rows;
 
-  Backend& b = *backend_;
-  b.embed(weights_.tok_embd, ids_.data(), n_rows, x_.data());
-  b.rope_table(pos_.data(), n_rows, rope_, rope_table_.data());
-  for (int64_t il = 0; il < c.n_layer; ++il) {
-    for (size_t s = 0; s < seqs.size(); ++s) attn_seqs_[s].kv = seqs[s].kv.layer(il);
-    run_layer(il, n_rows, mode);
-  }
-  // The last layer's FFN output (in o_) joins the residual inside the final norm.
-  b.add_rms_norm(x_.data(), o_.data(), weights_.output_norm, n_rows, c.n_embd, c.rms_eps,
-                 h_.data());
-  const float* head_in = h_.data();
-  if (n_logit_rows != n_rows) {
-    for (size_t s = 0; s < seqs.size(); ++s) {
-      const int64_t first = attn_seqs_[s].row_begin;
-      const int64_t n = seq_all_logits_[s] ? seq_n_tokens_[s] : 1;
-      const int64_t src = seq_all_logits_[s] ? first : first + seq_n_tokens_[s] - 1;
-      std::memcpy(final_h_.data() + seq_logit_row_[s] * c.n_embd, h_.data() + src * c.n_embd,
-                  static_cast<size_t>(n * c.n_embd) * sizeof(float));
-    }
-    head_in = final_h_.data();
-  }
-  b.matmul(weights_.output, head_in, n_logit_rows, logits_.data(), mode);
-  return {};
+  ForwardInputs in;
+  in.ids = ids_.data();
+  in.pos = pos_.data();
+  in.n_rows = n_rows;
+  in.logit_rows = n_logit_rows == n_rows ? nullptr : logit_rows_.data();
+  in.n_logit_rows = n_logit_rows;
+  in.attention = AttentionStep{attn_seqs_.data(), static_cast<int32_t>(seqs.size()), n_rows,
+                               max_new, forward_->attention_shape()};
+  ForwardBuffers buf;
+  buf.x = x_.data();
+  buf.h = h_.data();
+  buf.o = o_.data();
+  buf.q = q_.data();
+  buf.attn = attn_.data();
+  buf.k = k_.data();
+  buf.v = v_.data();
+  buf.gate = gate_.data();
+  buf.up = up_.data();
+  buf.act = act_.data();
+  buf.rope_table = rope_table_.data();
+  buf.head_in = final_h_.data();
+  buf.logits = logits_.data();
+  return forward_->run(*backend_, in, buf, range, mode);
 }
 
-void LlamaModel::run_layer(int64_t il, int64_t n, ActQuant mode) {
-  const ModelConfig& c = config_;
-  const LayerWeights& w = weights_.layers[il];
-  Backend& b = *backend_;
-  // Layer il > 0 adds the previous layer's FFN output (o_) to the residual inside its first norm.
-  b.add_rms_norm(x_.data(), il == 0 ? nullptr : o_.data(), w.attn_norm, n, c.n_embd, c.rms_eps,
-                 h_.data());
-  b.matmul(w.wq, h_.data(), n, q_.data(), mode);
-  b.matmul(w.wk, h_.data(), n, k_.data(), mode);
-  b.matmul(w.wv, h_.data(), n, v_.data(), mode);
-  if (w.bq != nullptr) {
-    b.add_bias(q_.data(), w.bq, n, c.q_dim());
-    b.add_bias(k_.data(), w.bk, n, c.kv_dim());
-    b.add_bias(v_.data(), w.bv, n, c.kv_dim());
-  }
-  const auto head_dim = static_cast<int32_t>(c.head_dim);
-  b.rope(q_.data(), n, attn_shape_.n_head, head_dim, rope_.n_rot, rope_.ordering,
-         rope_table_.data());
-  b.rope(k_.data(), n, attn_shape_.n_head_kv, head_dim, rope_.n_rot, rope_.ordering,
-         rope_table_.data());
-  const auto n_seqs = static_cast<int32_t>(attn_seqs_.size());
-  b.store_kv(k_.data(), v_.data(), attn_seqs_.data(), n_seqs, attn_shape_);
-  b.attention(q_.data(), attn_seqs_.data(), n_seqs, attn_shape_, attn_.data());
-  b.matmul(w.wo, attn_.data(), n, o_.data(), mode);
+std::span<const float> LlamaModel::hidden() const {
+  return {x_.data(), static_cast<size_t>(step_rows_ * config_.n_embd)};
+}
 
-  b.add_rms_norm(x_.data(), o_.data(), w.ffn_norm, n, c.n_embd, c.rms_eps, h_.data());
-  b.matmul(w.w_gate, h_.data(), n, gate_.data(), mode);
-  b.matmul(w.w_up, h_.data(), n, up_.data(), mode);
-  b.swiglu(gate_.data(), up_.data(), n, c.n_ff, act_.data());
-  b.matmul(w.w_down, act_.data(), n, o_.data(), mode);
+void LlamaModel::set_hidden(std::span<const float> x) {
+  NOVASERVE_CHECK(x.size() % static_cast<size_t>(config_.n_embd) == 0) << x.size();
+  const auto n_rows = static_cast<int64_t>(x.size()) / config_.n_embd;
+  ensure_capacity(n_rows, 0);
+  std::copy(x.begin(), x.end(), x_.begin());
 }
 
 const float* LlamaModel::logits(size_t seq, int32_t token) const {

@@ -1,4 +1,5 @@
-// LlamaModel: the forward pass of the Llama family (llama, mistral, qwen2) over a Backend.
+// LlamaModel: the CPU ModelRunner: LlamaForward (llama_forward.h) over a host Backend, with
+// the step's buffers in host memory.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "backend/backend.h"
 #include "common/result.h"
 #include "gguf/gguf_file.h"
+#include "model/llama_forward.h"
 #include "model/model_config.h"
 #include "model/model_runner.h"
 #include "model/model_weights.h"
@@ -33,6 +35,17 @@ class LlamaModel final : public ModelRunner {
   const ModelWeights& weights() const { return weights_; }
   Backend& backend() { return *backend_; }
 
+  /// forward() for layers `range` only (LlamaForward::run): a range that ends before the last
+  /// layer computes no logits and leaves the hidden state in hidden(); one that starts after
+  /// layer 0 reads it from there (set_hidden() copies one in). Errors: those of forward(), and
+  /// kInvalidInput for an empty or out-of-bounds range.
+  Status forward_layers(std::span<const ForwardSeq> seqs, LayerRange range, ActQuant mode);
+  /// The residual stream after the last forward_layers(): [n_rows][n_embd] f32.
+  std::span<const float> hidden() const;
+  /// Replaces the residual stream that the next forward_layers() starting after layer 0 reads;
+  /// `x` must hold that step's n_rows * n_embd values (checked).
+  void set_hidden(std::span<const float> x);
+
   /// Runs one step for `seqs`, writing their new K/V into their caches, and computes logits.
   /// `mode`: ActQuant::kNone (exact f32 activations) or kQ8 (8-bit activations, faster).
   /// Errors (nothing is computed): kInvalidInput for an empty sequence, a token id outside the
@@ -54,19 +67,18 @@ class LlamaModel final : public ModelRunner {
  private:
   LlamaModel() = default;
   void ensure_capacity(int64_t n_rows, int64_t n_logit_rows);
-  void run_layer(int64_t il, int64_t n_rows, ActQuant mode);
 
   std::shared_ptr<const GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
   std::unique_ptr<Backend> backend_;
-  RopeParams rope_;
-  AttentionShape attn_shape_;
+  std::unique_ptr<LlamaForward> forward_;
 
   // Step state, sized grow-only.
   int64_t rows_capacity_ = 0;
   int64_t logit_rows_capacity_ = 0;
-  std::vector<int32_t> ids_, pos_;
+  int64_t step_rows_ = 0;  // rows of the last step
+  std::vector<int32_t> ids_, pos_, logit_rows_;
   std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_, act_, rope_table_;
   std::vector<float> final_h_, logits_;
   std::vector<AttentionSeq> attn_seqs_;

@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -52,6 +53,24 @@ Status read_rope_scaling(const GgufFile& f, const std::string& arch, ModelConfig
   auto factor = read_positive_float(f, arch, "rope.scaling.factor", 1.0f);
   if (!factor.ok()) return factor.error();
   s.factor = *factor;
+  // Phi-3 GGUFs mark LongRoPE by its factor tensors (llama.cpp writes no type key for it).
+  const bool longrope_tensors = f.find_tensor("rope_factors_short.weight") != nullptr;
+  if (type == "longrope" || type == "su" || (type == "none" && longrope_tensors)) {
+    if (c.arch != ModelArch::kPhi3 || !longrope_tensors) {
+      return Err(ErrorCode::kUnsupported,
+                 "LongRoPE scaling needs a phi3 model with a 'rope_factors_short.weight' tensor");
+    }
+    s.type = RopeScalingType::kLongRope;
+    auto attn = read_positive_float(f, arch, "rope.scaling.attn_factor", 1.0f);
+    if (!attn.ok()) return attn.error();
+    auto orig = read_count(f, arch, "rope.scaling.original_context_length", c.n_ctx_train);
+    if (!orig.ok()) return orig.error();
+    s.attn_factor = *attn;
+    s.original_context = *orig;
+    // Only the short factors are implemented: they hold within the original context.
+    c.n_ctx_train = std::min(c.n_ctx_train, s.original_context);
+    return {};
+  }
   if (type == "none") {
     s.type = RopeScalingType::kNone;
   } else if (type == "linear") {
@@ -73,7 +92,7 @@ Status read_rope_scaling(const GgufFile& f, const std::string& arch, ModelConfig
     s.original_context = *orig;
   } else {
     return Err(ErrorCode::kUnsupported, "rope scaling type '" + type + "' (" + type_key +
-                                            ") is not supported (none, linear, llama3)");
+                                            ") is not supported (none, linear, llama3, longrope)");
   }
   // Llama 3.1 GGUFs carry the per-frequency divisors as a tensor instead of (or besides) the keys.
   if (f.find_tensor("rope_freqs.weight") != nullptr) {
@@ -102,11 +121,19 @@ Result<ModelConfig> ModelConfig::from_gguf(const GgufFile& f) {
   } else if (c.arch_name == "qwen2") {
     c.arch = ModelArch::kQwen2;
     c.qkv_bias = true;
+  } else if (c.arch_name == "qwen3") {
+    c.arch = ModelArch::kQwen3;
+    c.qk_norm = true;
+  } else if (c.arch_name == "phi3") {
+    c.arch = ModelArch::kPhi3;
+    c.fused_qkv_gate_up = true;
   } else {
-    return Err(ErrorCode::kUnsupported,
-               "unsupported architecture '" + c.arch_name + "' (supported: llama, mistral, qwen2)");
+    return Err(ErrorCode::kUnsupported, "unsupported architecture '" + c.arch_name +
+                                            "' (supported: llama, mistral, qwen2, qwen3, phi3)");
   }
-  c.rope_ordering = c.arch == ModelArch::kQwen2 ? RopeOrdering::kNeox : RopeOrdering::kNormal;
+  c.rope_ordering = c.arch == ModelArch::kLlama || c.arch == ModelArch::kMistral
+                        ? RopeOrdering::kNormal
+                        : RopeOrdering::kNeox;
 
   const std::string& a = c.arch_name;
   auto n_ctx = read_count(f, a, "context_length");

@@ -12,13 +12,17 @@
 namespace novaserve {
 
 /// Supported `general.architecture` values.
-enum class ModelArch { kLlama, kQwen2, kMistral };
+enum class ModelArch { kLlama, kQwen2, kMistral, kQwen3, kPhi3 };
 
 /// How RoPE frequencies are scaled for long contexts.
 enum class RopeScalingType {
   kNone,
   kLinear,  ///< positions divided by `factor` (rope.scaling.type = "linear")
   kLlama3,  ///< per-frequency divisors: Meta's Llama 3.1 rule, or a `rope_freqs.weight` tensor
+  /// Phi-3's LongRoPE (Ding et al. 2024): per-frequency divisors from `rope_factors_short.weight`
+  /// and cos/sin times `attn_factor`. Only the short factors are implemented, so the usable
+  /// context is capped at original_context (ModelConfig::n_ctx_train).
+  kLongRope,
 };
 
 /// RoPE scaling settings (`<arch>.rope.scaling.*` keys).
@@ -27,8 +31,9 @@ struct RopeScaling {
   float factor = 1.0f;
   float low_freq_factor = 1.0f;     ///< llama3 only
   float high_freq_factor = 4.0f;    ///< llama3 only
-  int64_t original_context = 8192;  ///< llama3 only: pre-training context length
+  int64_t original_context = 8192;  ///< llama3, longrope: pre-training context length
   bool from_tensor = false;         ///< llama3 divisors come from `rope_freqs.weight`
+  float attn_factor = 1.0f;         ///< longrope only: `<arch>.rope.scaling.attn_factor`
 };
 
 /// Hyperparameters of a decoder-only Llama-family model. Sizes are counts of elements/tokens.
@@ -48,7 +53,11 @@ struct ModelConfig {
   float rope_freq_base = 10000.0f;  ///< <arch>.rope.freq_base
   RopeOrdering rope_ordering = RopeOrdering::kNormal;
   RopeScaling rope_scaling;
-  bool qkv_bias = false;     ///< qwen2: attn_{q,k,v}.bias tensors
+  bool qkv_bias = false;  ///< qwen2: attn_{q,k,v}.bias tensors
+  bool qk_norm = false;   ///< qwen3: per-head RMSNorm of q and k (attn_{q,k}_norm) before RoPE
+  /// phi3: one attn_qkv matrix (q rows, then k, then v) and one ffn_up matrix (gate rows, then
+  /// up) instead of attn_{q,k,v} and ffn_{gate,up}.
+  bool fused_qkv_gate_up = false;
   bool tied_output = false;  ///< no output.weight: the head reuses token_embd.weight
 
   int64_t q_dim() const { return n_head * head_dim; }
@@ -56,7 +65,7 @@ struct ModelConfig {
 
   /// Reads and checks the hyperparameters. RoPE ordering follows llama.cpp's convention for these
   /// GGUF architectures: llama/mistral use adjacent pairs (their converters store Q/K rows
-  /// permuted to suit it), qwen2 uses NeoX halves.
+  /// permuted to suit it), qwen2, qwen3 and phi3 use NeoX halves.
   /// Errors: kUnsupported naming an unknown architecture or rope scaling type; kNotFound naming
   /// a missing required key; kInvalidInput naming a key with a wrong type or an inconsistent
   /// value (e.g. head_count not dividing embedding_length, head_count_kv not dividing

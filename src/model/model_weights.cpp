@@ -59,6 +59,13 @@ Result<WeightMatrix> load_matrix(const GgufFile& f, const std::string& name, int
   return WeightMatrix{f.tensor_data(info), info.type, n_in, n_out};
 }
 
+// Rows [first, first + n) of `m`: a view of the same bytes (a fused tensor's part).
+WeightMatrix row_range(const WeightMatrix& m, int64_t first, int64_t n) {
+  const size_t row_bytes = *ggml_row_bytes(m.type, static_cast<uint64_t>(m.n_in));
+  return WeightMatrix{static_cast<const uint8_t*>(m.data) + static_cast<size_t>(first) * row_bytes,
+                      m.type, m.n_in, n};
+}
+
 }  // namespace
 
 Result<ModelWeights> ModelWeights::from_gguf(const GgufFile& f, const ModelConfig& c) {
@@ -107,23 +114,48 @@ Result<ModelWeights> ModelWeights::from_gguf(const GgufFile& f, const ModelConfi
     LayerWeights& l = w.layers[il];
     const std::string p = "blk." + std::to_string(il) + ".";
     NOVASERVE_ASSIGN(l.attn_norm, vector(p + "attn_norm.weight", c.n_embd));
-    NOVASERVE_ASSIGN(l.wq, load_matrix(f, p + "attn_q.weight", c.n_embd, c.q_dim(), true));
-    NOVASERVE_ASSIGN(l.wk, load_matrix(f, p + "attn_k.weight", c.n_embd, c.kv_dim(), true));
-    NOVASERVE_ASSIGN(l.wv, load_matrix(f, p + "attn_v.weight", c.n_embd, c.kv_dim(), true));
+    if (c.fused_qkv_gate_up) {
+      WeightMatrix qkv;
+      NOVASERVE_ASSIGN(
+          qkv, load_matrix(f, p + "attn_qkv.weight", c.n_embd, c.q_dim() + 2 * c.kv_dim(), true));
+      l.wq = row_range(qkv, 0, c.q_dim());
+      l.wk = row_range(qkv, c.q_dim(), c.kv_dim());
+      l.wv = row_range(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      NOVASERVE_ASSIGN(l.wq, load_matrix(f, p + "attn_q.weight", c.n_embd, c.q_dim(), true));
+      NOVASERVE_ASSIGN(l.wk, load_matrix(f, p + "attn_k.weight", c.n_embd, c.kv_dim(), true));
+      NOVASERVE_ASSIGN(l.wv, load_matrix(f, p + "attn_v.weight", c.n_embd, c.kv_dim(), true));
+    }
     NOVASERVE_ASSIGN(l.wo, load_matrix(f, p + "attn_output.weight", c.q_dim(), c.n_embd, true));
+    if (c.qk_norm) {
+      NOVASERVE_ASSIGN(l.q_norm, vector(p + "attn_q_norm.weight", c.head_dim));
+      NOVASERVE_ASSIGN(l.k_norm, vector(p + "attn_k_norm.weight", c.head_dim));
+    }
     if (c.qkv_bias) {
       NOVASERVE_ASSIGN(l.bq, vector(p + "attn_q.bias", c.q_dim()));
       NOVASERVE_ASSIGN(l.bk, vector(p + "attn_k.bias", c.kv_dim()));
       NOVASERVE_ASSIGN(l.bv, vector(p + "attn_v.bias", c.kv_dim()));
     }
     NOVASERVE_ASSIGN(l.ffn_norm, vector(p + "ffn_norm.weight", c.n_embd));
-    NOVASERVE_ASSIGN(l.w_gate, load_matrix(f, p + "ffn_gate.weight", c.n_embd, c.n_ff, true));
-    NOVASERVE_ASSIGN(l.w_up, load_matrix(f, p + "ffn_up.weight", c.n_embd, c.n_ff, true));
+    if (c.fused_qkv_gate_up) {
+      WeightMatrix gate_up;
+      NOVASERVE_ASSIGN(gate_up, load_matrix(f, p + "ffn_up.weight", c.n_embd, 2 * c.n_ff, true));
+      l.w_gate = row_range(gate_up, 0, c.n_ff);
+      l.w_up = row_range(gate_up, c.n_ff, c.n_ff);
+    } else {
+      NOVASERVE_ASSIGN(l.w_gate, load_matrix(f, p + "ffn_gate.weight", c.n_embd, c.n_ff, true));
+      NOVASERVE_ASSIGN(l.w_up, load_matrix(f, p + "ffn_up.weight", c.n_embd, c.n_ff, true));
+    }
     NOVASERVE_ASSIGN(l.w_down, load_matrix(f, p + "ffn_down.weight", c.n_ff, c.n_embd, true));
   }
 
+  const int64_t half = c.n_rot / 2;
+  if (c.rope_scaling.type == RopeScalingType::kLongRope) {
+    const float* factors = nullptr;
+    NOVASERVE_ASSIGN(factors, vector("rope_factors_short.weight", half));
+    w.rope_freq_factors.assign(factors, factors + half);
+  }
   if (c.rope_scaling.type == RopeScalingType::kLlama3) {
-    const int64_t half = c.n_rot / 2;
     if (c.rope_scaling.from_tensor) {
       const float* factors = nullptr;
       NOVASERVE_ASSIGN(factors, vector("rope_freqs.weight", half));
@@ -131,11 +163,9 @@ Result<ModelWeights> ModelWeights::from_gguf(const GgufFile& f, const ModelConfi
     } else {
       w.rope_freq_factors = llama3_rope_freq_factors(c);
     }
-    for (float x : w.rope_freq_factors) {
-      if (!(x > 0.0f)) {
-        return Err(ErrorCode::kInvalidInput, "RoPE frequency factors must be > 0");
-      }
-    }
+  }
+  for (float x : w.rope_freq_factors) {
+    if (!(x > 0.0f)) return Err(ErrorCode::kInvalidInput, "RoPE frequency factors must be > 0");
   }
 #undef NOVASERVE_ASSIGN
   return w;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/op_params.h"
@@ -12,7 +13,8 @@
 namespace novaserve {
 
 /// One transformer block's weights (GGUF names `blk.<i>.<name>`). Matrices stay in the file's
-/// (quantized) type; norm weights and biases are f32 copies.
+/// (quantized) type; norm weights and biases are f32 copies. For phi3, wq/wk/wv are row ranges
+/// of attn_qkv.weight and w_gate/w_up of ffn_up.weight (views, no copies).
 struct LayerWeights {
   const float* attn_norm = nullptr;  ///< attn_norm.weight [n_embd]
   WeightMatrix wq;                   ///< attn_q.weight      [q_dim  x n_embd]
@@ -22,10 +24,22 @@ struct LayerWeights {
   const float* bq = nullptr;         ///< attn_q.bias [q_dim] (qwen2), else null
   const float* bk = nullptr;         ///< attn_k.bias [kv_dim] (qwen2), else null
   const float* bv = nullptr;         ///< attn_v.bias [kv_dim] (qwen2), else null
+  const float* q_norm = nullptr;     ///< attn_q_norm.weight [head_dim] (qwen3), else null
+  const float* k_norm = nullptr;     ///< attn_k_norm.weight [head_dim] (qwen3), else null
   const float* ffn_norm = nullptr;   ///< ffn_norm.weight [n_embd]
   WeightMatrix w_gate;               ///< ffn_gate.weight [n_ff x n_embd]
   WeightMatrix w_up;                 ///< ffn_up.weight   [n_ff x n_embd]
   WeightMatrix w_down;               ///< ffn_down.weight [n_embd x n_ff]
+};
+
+/// What the forward pass reads of a model's weights: non-owning views, host pointers
+/// (ModelWeights) or device pointers (a GPU runner's copy).
+struct WeightViews {
+  WeightMatrix tok_embd;
+  WeightMatrix output;
+  const float* output_norm = nullptr;
+  std::span<const LayerWeights> layers;
+  const float* rope_freq_factors = nullptr;  ///< [n_rot/2] or null
 };
 
 /// All weights of a model. Matrix views point into the GgufFile's mapping, which must outlive
@@ -35,8 +49,15 @@ struct ModelWeights {
   WeightMatrix output;    ///< output.weight, or token_embd.weight when tied
   const float* output_norm = nullptr;  ///< output_norm.weight [n_embd]
   std::vector<LayerWeights> layers;
-  /// RoPE per-frequency divisors [n_rot/2] (llama3 scaling), empty when unused.
+  /// RoPE per-frequency divisors [n_rot/2] (llama3 scaling; longrope's short factors), empty
+  /// when unused.
   std::vector<float> rope_freq_factors;
+
+  /// Views of the above (valid while this object lives and is not moved).
+  WeightViews views() const {
+    return {tok_embd, output, output_norm, layers,
+            rope_freq_factors.empty() ? nullptr : rope_freq_factors.data()};
+  }
 
   /// Finds and checks every tensor the config needs: presence, shape (GGUF dims {n_in, n_out}
   /// for matrices, {n} for vectors) and type (matrices: a type the CPU matmul supports;

@@ -136,6 +136,16 @@ class AttentionHarness {
     return out;
   }
 
+  /// The CPU backend's plan of a step over `seqs` (layer 0 only).
+  AttentionStep cpu_step(const std::vector<AttentionSeq>& seqs) const {
+    AttentionStep step{seqs.data(), static_cast<int32_t>(seqs.size()), 0, 0, shape_};
+    for (const AttentionSeq& s : seqs) {
+      step.n_rows += s.n_new;
+      step.max_new = std::max(step.max_new, s.n_new);
+    }
+    return step;
+  }
+
   /// CPU reference: both stores, then attention of the new rows. Pools and output on the host.
   struct CpuRun {
     std::vector<uint8_t> k_pool, v_pool;
@@ -146,12 +156,9 @@ class AttentionHarness {
              std::vector<float>(static_cast<size_t>(csr_[1].n_rows) * q_dim(), 0.0f)};
     for (int stage = 0; stage < 2; ++stage) {
       const auto seqs = cpu_seqs(stage, r.k_pool.data(), r.v_pool.data(), type);
-      cpu.store_kv(k_[stage].data(), v_[stage].data(), seqs.data(),
-                   static_cast<int32_t>(seqs.size()), shape_);
-      if (stage == 1) {
-        cpu.attention(q_.data(), seqs.data(), static_cast<int32_t>(seqs.size()), shape_,
-                      r.out.data());
-      }
+      EXPECT_TRUE(cpu.plan_attention(cpu_step(seqs)).ok());
+      EXPECT_TRUE(cpu.store_kv(k_[stage].data(), v_[stage].data(), 0).ok());
+      if (stage == 1) EXPECT_TRUE(cpu.attention(q_.data(), 0, r.out.data()).ok());
     }
     return r;
   }

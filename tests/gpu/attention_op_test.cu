@@ -186,8 +186,8 @@ TEST_F(AttentionOpTest, StoreKvWithFusedRopeMatchesRopeThenStore) {
         }
         std::vector<uint8_t> k_ref(h.pool_bytes(type)), v_ref(k_ref.size());
         const auto cpu_seqs = h.cpu_seqs(1, k_ref.data(), v_ref.data(), type);
-        cpu_.store_kv(k_rot.data(), h.v(1).data(), cpu_seqs.data(),
-                      static_cast<int32_t>(cpu_seqs.size()), h.shape());
+        ASSERT_TRUE(cpu_.plan_attention(h.cpu_step(cpu_seqs)).ok());
+        ASSERT_TRUE(cpu_.store_kv(k_rot.data(), h.v(1).data(), 0).ok());
 
         AttentionHarness::GpuRun run(h, type);
         DeviceBuffer<float> k(h.k(1)), v(h.v(1)), d_table(table);

@@ -101,6 +101,19 @@ std::vector<TinyCase> tiny_cases() {
   qwen.qkv_bias = true;
   qwen.tied = true;
   cases.push_back({"qwen2 (biases, tied)", qwen});
+  testing::TinySpec qwen3 = base;
+  qwen3.arch = "qwen3";
+  qwen3.matrix_type = GgmlType::kQ4_0;
+  qwen3.embd_type = GgmlType::kQ4_0;
+  cases.push_back({"qwen3 (q/k norms, Q4_0)", qwen3});
+  testing::TinySpec phi3 = base;
+  phi3.arch = "phi3";
+  phi3.matrix_type = GgmlType::kQ4_0;
+  phi3.embd_type = GgmlType::kQ8_0;
+  phi3.longrope = true;
+  phi3.longrope_attn_factor = 1.1f;
+  phi3.longrope_original_context = 128;
+  cases.push_back({"phi3 (fused qkv and gate/up views, LongRoPE, Q4_0)", phi3});
   return cases;
 }
 

@@ -14,18 +14,6 @@ void swiglu_row(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
-void softmax_row(float* x, int64_t n) {
-  float max_x = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) max_x = std::max(max_x, x[i]);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - max_x);
-    sum += x[i];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
-}
-
 void embed_row(const WeightMatrix& table, int32_t id, float* out) {
   const auto row_bytes = ggml_row_bytes(table.type, static_cast<uint64_t>(table.n_in));
   NOVASERVE_CHECK(row_bytes.has_value()) << "embedding row of " << table.n_in << " values";

@@ -35,48 +35,76 @@ void CpuBackend::for_rows(int64_t n_rows, int64_t row_cost, const Fn& fn) {
   });
 }
 
-void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
-                        ActQuant mode) {
+Status CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+                          ActQuant mode) {
   novaserve::matmul(w.data, w.type, w.n_in, w.n_out, x, n_rows, y, pool_, mode);
+  return {};
 }
 
-void CpuBackend::embed(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) {
+Status CpuBackend::embed(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) {
   for_rows(n, table.n_in * 4,
            [&](int64_t r) { cpu::embed_row(table, ids[r], out + r * table.n_in); });
+  return {};
 }
 
-void CpuBackend::add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows,
-                              int64_t dim, float eps, float* out) {
+Status CpuBackend::add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows,
+                                int64_t dim, float eps, float* out) {
   for_rows(n_rows, dim, [&](int64_t r) {
     cpu::add_rms_norm_row(x + r * dim, delta != nullptr ? delta + r * dim : nullptr, w, dim, eps,
                           out + r * dim);
   });
+  return {};
 }
 
-void CpuBackend::add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
+Status CpuBackend::add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
   for (int64_t r = 0; r < n_rows; ++r) cpu::add_bias_row(x + r * dim, bias, dim);
+  return {};
 }
 
-void CpuBackend::rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p, float* table) {
+Status CpuBackend::rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p,
+                              float* table) {
   for_rows(n_rows, 64 * p.n_rot,
            [&](int64_t r) { cpu::rope_table_row(pos[r], p, table + r * p.n_rot); });
+  return {};
 }
 
-void CpuBackend::rope(float* x, int64_t n_rows, int32_t n_heads, int32_t head_dim, int32_t n_rot,
-                      RopeOrdering ordering, const float* table) {
+Status CpuBackend::rope(float* x, int64_t n_rows, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+                        RopeOrdering ordering, const float* table) {
   const int64_t row = static_cast<int64_t>(n_heads) * head_dim;
   for_rows(n_rows, row, [&](int64_t r) {
     cpu::rope_row(x + r * row, n_heads, head_dim, n_rot, ordering, table + r * n_rot);
   });
+  return {};
 }
 
-void CpuBackend::store_kv(const float* k, const float* v, const AttentionSeq* seqs, int32_t n_seqs,
-                          const AttentionShape& shape) {
-  for (int32_t s = 0; s < n_seqs; ++s) cpu::store_kv_seq(k, v, seqs[s], shape);
+Status CpuBackend::plan_attention(const AttentionStep& step) {
+  step_seqs_.assign(step.seqs, step.seqs + step.n_seqs);  // keeps its capacity once grown
+  AttentionStep own = step;
+  own.seqs = step_seqs_.data();
+  set_planned_step(own);
+  return {};
 }
 
-void CpuBackend::attention(const float* q, const AttentionSeq* seqs, int32_t n_seqs,
-                           const AttentionShape& shape, float* out) {
+const AttentionSeq* CpuBackend::layer_seqs(int64_t layer) {
+  layer_seqs_.resize(step_seqs_.size());
+  for (size_t s = 0; s < step_seqs_.size(); ++s) {
+    layer_seqs_[s] = step_seqs_[s];
+    layer_seqs_[s].kv = step_seqs_[s].layer(layer);
+  }
+  return layer_seqs_.data();
+}
+
+Status CpuBackend::store_kv(const float* k, const float* v, int64_t layer) {
+  const AttentionSeq* seqs = layer_seqs(layer);
+  const AttentionShape& shape = planned_step().shape;
+  for (size_t s = 0; s < step_seqs_.size(); ++s) cpu::store_kv_seq(k, v, seqs[s], shape);
+  return {};
+}
+
+Status CpuBackend::attention(const float* q, int64_t layer, float* out) {
+  const AttentionSeq* seqs = layer_seqs(layer);
+  const auto n_seqs = static_cast<int32_t>(step_seqs_.size());
+  const AttentionShape& shape = planned_step().shape;
   int64_t max_keys = 0;
   int64_t max_block_values = 0;  // one block of one head, for dequantizing a non-f32 cache
   tasks_.clear();  // keeps its capacity: no allocation once the largest batch has been seen
@@ -120,16 +148,26 @@ void CpuBackend::attention(const float* q, const AttentionSeq* seqs, int32_t n_s
     cpu::attention_head(ctx.q, task.seq, ctx.shape, task.head, ctx.out,
                         ctx.self->scratch_[thread].data(), ctx.self->kv_scratch_[thread].data());
   });
+  return {};
 }
 
-void CpuBackend::swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim,
-                        float* out) {
+Status CpuBackend::swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim,
+                          float* out) {
   for_rows(n_rows, 8 * dim,
            [&](int64_t r) { cpu::swiglu_row(gate + r * dim, up + r * dim, dim, out + r * dim); });
+  return {};
 }
 
-void CpuBackend::reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape,
-                         int32_t block_size) {
+Status CpuBackend::argmax_rows(const float* logits, int64_t n_rows, int64_t n, int32_t* ids) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = logits + r * n;
+    ids[r] = static_cast<int32_t>(std::max_element(row, row + n) - row);
+  }
+  return {};
+}
+
+Status CpuBackend::reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape,
+                           int32_t block_size) {
   // attention() makes at most one task per (16-row block, head) of each sequence, and each
   // sequence has at least one row: <= max_rows * n_head tasks.
   tasks_.reserve(static_cast<size_t>(max_rows) * shape.n_head);
@@ -140,10 +178,10 @@ void CpuBackend::reserve(int64_t max_rows, int64_t max_context, const AttentionS
   for (auto& buf : kv_scratch_) {
     if (static_cast<int64_t>(buf.size()) < block_values) buf.resize(block_values);
   }
-}
-
-void CpuBackend::softmax(float* x, int64_t n_rows, int64_t n) {
-  for_rows(n_rows, 8 * n, [&](int64_t r) { cpu::softmax_row(x + r * n, n); });
+  // A step has at most one sequence per row.
+  step_seqs_.reserve(static_cast<size_t>(max_rows));
+  layer_seqs_.reserve(static_cast<size_t>(max_rows));
+  return {};
 }
 
 }  // namespace novaserve

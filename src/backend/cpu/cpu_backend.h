@@ -21,26 +21,29 @@ class CpuBackend final : public Backend {
   int n_threads() const override { return pool_.size(); }
   ThreadPool& pool() { return pool_; }
 
-  void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
-              ActQuant mode) override;
-  void embed(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) override;
-  void add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows, int64_t dim,
-                    float eps, float* out) override;
-  void add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) override;
-  void rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p, float* table) override;
-  void rope(float* x, int64_t n_rows, int32_t n_heads, int32_t head_dim, int32_t n_rot,
-            RopeOrdering ordering, const float* table) override;
-  void store_kv(const float* k, const float* v, const AttentionSeq* seqs, int32_t n_seqs,
-                const AttentionShape& shape) override;
-  void attention(const float* q, const AttentionSeq* seqs, int32_t n_seqs,
-                 const AttentionShape& shape, float* out) override;
-  void swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim, float* out) override;
-  void softmax(float* x, int64_t n_rows, int64_t n) override;
-  void reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape,
-               int32_t block_size) override;
+  Status matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+                ActQuant mode) override;
+  Status embed(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) override;
+  Status add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows, int64_t dim,
+                      float eps, float* out) override;
+  Status add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) override;
+  Status rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p, float* table) override;
+  Status rope(float* x, int64_t n_rows, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+              RopeOrdering ordering, const float* table) override;
+  /// Keeps a copy of the step's sequences; each layer's views are derived from them.
+  Status plan_attention(const AttentionStep& step) override;
+  Status store_kv(const float* k, const float* v, int64_t layer) override;
+  Status attention(const float* q, int64_t layer, float* out) override;
+  Status swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim,
+                float* out) override;
+  Status argmax_rows(const float* logits, int64_t n_rows, int64_t n, int32_t* ids) override;
+  Status reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape,
+                 int32_t block_size) override;
 
  private:
   // Calls fn(row) for rows [0, n_rows), split across threads when n_rows * row_cost is large.
+  // The planned sequences with their views of `layer` (in layer_seqs_).
+  const AttentionSeq* layer_seqs(int64_t layer);
   template <typename Fn>
   void for_rows(int64_t n_rows, int64_t row_cost, const Fn& fn);
 
@@ -51,7 +54,9 @@ class CpuBackend final : public Backend {
     AttentionSeq seq;  // a block of query rows of one sequence
     int32_t head;
   };
-  std::vector<AttentionTask> tasks_;  // grow-only
+  std::vector<AttentionTask> tasks_;      // grow-only
+  std::vector<AttentionSeq> step_seqs_;   // the planned step's sequences (layer 0 views)
+  std::vector<AttentionSeq> layer_seqs_;  // the same, viewing the current layer (grow-only)
 };
 
 }  // namespace novaserve

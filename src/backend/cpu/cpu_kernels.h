@@ -45,9 +45,6 @@ void attention_head(const float* q, const AttentionSeq& seq, const AttentionShap
 /// out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)) (Shazeer 2020, GLU variants).
 void swiglu_row(const float* gate, const float* up, int64_t n, float* out);
 
-/// In-place softmax of n floats: exp(x - max) / sum.
-void softmax_row(float* x, int64_t n);
-
 /// Dequantizes row `id` of `table` (n_in floats) into out. The table's type must be one
 /// dequantize_row supports (checked when the weights were loaded).
 void embed_row(const WeightMatrix& table, int32_t id, float* out);

@@ -11,8 +11,8 @@ void rope_table_row(int32_t pos, const RopeParams& p, float* table) {
                                -2.0 * static_cast<double>(i) / static_cast<double>(p.n_rot));
     if (p.freq_factors != nullptr) inv_freq /= static_cast<double>(p.freq_factors[i]);
     const double theta = static_cast<double>(pos) * static_cast<double>(p.freq_scale) * inv_freq;
-    table[i] = static_cast<float>(std::cos(theta));
-    table[half + i] = static_cast<float>(std::sin(theta));
+    table[i] = static_cast<float>(std::cos(theta) * static_cast<double>(p.attn_factor));
+    table[half + i] = static_cast<float>(std::sin(theta) * static_cast<double>(p.attn_factor));
   }
 }
 

@@ -56,8 +56,8 @@ Status map_matrix(WeightMatrix& w, const WeightArena& arena, const std::string& 
 
 }  // namespace
 
-Result<DeviceWeights> DeviceWeights::create(const ModelWeights& host, const WeightArena& arena,
-                                            cudaStream_t stream) {
+Result<DeviceWeights> DeviceWeights::create(const ModelWeights& host, const ModelConfig& config,
+                                            const WeightArena& arena, cudaStream_t stream) {
   DeviceWeights d;
   d.tok_embd = host.tok_embd;
   d.output = host.output;
@@ -66,6 +66,7 @@ Result<DeviceWeights> DeviceWeights::create(const ModelWeights& host, const Weig
   NOVASERVE_RETURN_IF_ERROR(map_matrix(d.tok_embd, arena, "token_embd.weight"));
   NOVASERVE_RETURN_IF_ERROR(map_matrix(d.output, arena, "output.weight"));
   const int64_t n_embd = host.tok_embd.n_in;
+  const int64_t head_dim = config.head_dim;
   VectorPacker packer;
   packer.add(&d.output_norm, n_embd);
   for (size_t il = 0; il < d.layers.size(); ++il) {
@@ -83,6 +84,8 @@ Result<DeviceWeights> DeviceWeights::create(const ModelWeights& host, const Weig
     packer.add(&l.bq, l.wq.n_out);
     packer.add(&l.bk, l.wk.n_out);
     packer.add(&l.bv, l.wv.n_out);
+    packer.add(&l.q_norm, head_dim);
+    packer.add(&l.k_norm, head_dim);
   }
   if (!host.rope_freq_factors.empty()) {
     d.rope_freq_factors = host.rope_freq_factors.data();

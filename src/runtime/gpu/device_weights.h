@@ -22,12 +22,15 @@ struct DeviceWeights {
   const float* rope_freq_factors = nullptr;  ///< [n_rot/2] or null
   DeviceBuffer vectors;                      ///< owns the f32 vectors above
 
-  /// Maps `host` (views into the GgufFile the arena was loaded from) to the device and uploads
-  /// the f32 vectors on `stream` (synchronized before returning).
+  /// Views of the above for the forward pass.
+  WeightViews views() const { return {tok_embd, output, output_norm, layers, rope_freq_factors}; }
+
+  /// Maps `host` (views into the GgufFile the arena was loaded from, for `config`) to the
+  /// device and uploads the f32 vectors on `stream` (synchronized before returning).
   /// Errors: kUnsupported naming a matrix whose type has no GPU kernel; kInternal for a matrix
   /// outside the arena or a failed runtime call.
-  static Result<DeviceWeights> create(const ModelWeights& host, const WeightArena& arena,
-                                      cudaStream_t stream);
+  static Result<DeviceWeights> create(const ModelWeights& host, const ModelConfig& config,
+                                      const WeightArena& arena, cudaStream_t stream);
 };
 
 }  // namespace novaserve::gpu

@@ -3,12 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "backend/gpu/kernels/argmax_gpu.h"
 #include "backend/gpu/kernels/gpu_ops.h"
 #include "backend/gpu/platform/gpu_status.h"
 #include "common/check.h"
 #include "model/forward_check.h"
-#include "model/layer_params.h"
 #include "model/model_weights.h"
 #include "runtime/gpu/gpu_llama_runner.h"
 
@@ -83,11 +81,9 @@ Result<std::unique_ptr<GpuLlamaRunner>> GpuLlamaRunner::create(std::shared_ptr<c
   r->arena_ = std::move(arena.value());
   std::fprintf(stderr, "novaserve gpu: %s:%d %s, weights %s\n", gpu_vendor(), options.device,
                r->device_name_.c_str(), r->arena_->summary().c_str());
-  auto dw = DeviceWeights::create(*host_weights, *r->arena_, r->stream_);
+  auto dw = DeviceWeights::create(*host_weights, r->config_, *r->arena_, r->stream_);
   if (!dw.ok()) return dw.error();
   r->w_ = std::move(dw.value());
-  r->rope_ = rope_params(r->config_, r->w_.rope_freq_factors);
-  r->shape_ = attention_shape(r->config_);
   auto mm = GpuMatmul::create(r->stream_);
   if (!mm.ok()) return mm.error();
   r->matmul_ = std::move(mm.value());
@@ -101,6 +97,10 @@ Result<std::unique_ptr<GpuLlamaRunner>> GpuLlamaRunner::create(std::shared_ptr<c
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   NOVASERVE_RETURN_IF_ERROR(r->repack_q4_0());
+  r->backend_ = std::make_unique<GpuBackend>(r->stream_, *r->matmul_, r->in_, r->prof_,
+                                             r->ws_.act_q8, r->ws_.attn_split, r->n_sm_);
+  r->register_matrices();
+  r->forward_ = std::make_unique<LlamaForward>(r->config_, r->w_.views());
   if (const char* env = std::getenv("NOVASERVE_GPU_PROFILE"); env != nullptr && env[0] == '1') {
     r->prof_.enable();
     std::fprintf(stderr, "novaserve gpu: NOVASERVE_GPU_PROFILE=1: timing every op (graphs off)\n");
@@ -146,6 +146,22 @@ Status GpuLlamaRunner::repack_q4_0() {
   return gpu_status(cudaStreamSynchronize(stream_), "Q4_0 repack");
 }
 
+void GpuLlamaRunner::register_matrices() {
+  static const F16Weights::Layer kNoF16;  // without BLAS (HIP) every matmul is a GEMV
+  for (size_t il = 0; il < w_.layers.size(); ++il) {
+    const LayerWeights& l = w_.layers[il];
+    const F16Weights::Layer& l16 = w16_.layers.empty() ? kNoF16 : w16_.layers[il];
+    backend_->add_matrix(l.wq, l16.wq, ProfOp::kMatmulQkv);
+    backend_->add_matrix(l.wk, l16.wk, ProfOp::kMatmulQkv);
+    backend_->add_matrix(l.wv, l16.wv, ProfOp::kMatmulQkv);
+    backend_->add_matrix(l.wo, l16.wo, ProfOp::kMatmulO);
+    backend_->add_matrix(l.w_gate, l16.w_gate, ProfOp::kMatmulGateUp);
+    backend_->add_matrix(l.w_up, l16.w_up, ProfOp::kMatmulGateUp);
+    backend_->add_matrix(l.w_down, l16.w_down, ProfOp::kMatmulDown);
+  }
+  backend_->add_matrix(w_.output, w16_.output, ProfOp::kMatmulOutput);
+}
+
 GpuLlamaRunner::~GpuLlamaRunner() {
   graphs_.clear();
   if (stream_ != nullptr) {
@@ -157,10 +173,6 @@ GpuLlamaRunner::~GpuLlamaRunner() {
 std::string GpuLlamaRunner::describe() const {
   return std::string(gpu_vendor()) + ":" + std::to_string(options_.device) + " " + device_name_ +
          ", graphs " + (options_.graphs ? "on" : "off");
-}
-
-DecodeAttentionPlan GpuLlamaRunner::decode_plan(int32_t batch) const {
-  return plan_decode_attention(batch, shape_, static_cast<int32_t>(max_context_), n_sm_);
 }
 
 Status GpuLlamaRunner::ensure(int64_t rows, int64_t logit_rows, int64_t seqs, int64_t pages) {
@@ -207,8 +219,10 @@ Status GpuLlamaRunner::ensure(int64_t rows, int64_t logit_rows, int64_t seqs, in
   if (seqs > split_planned_seqs_ || max_context_ != split_planned_context_) {
     size_t split_bytes = 0;
     for (int32_t b = 1; b <= seqs; ++b) {
-      split_bytes =
-          std::max(split_bytes, decode_attention_workspace_bytes(b, shape_, decode_plan(b)));
+      split_bytes = std::max(
+          split_bytes,
+          decode_attention_workspace_bytes(b, forward_->attention_shape(),
+                                           backend_->decode_plan(b, forward_->attention_shape())));
     }
     if (split_bytes > ws_.attn_split.bytes()) {
       NOVASERVE_RETURN_IF_ERROR(ws_.attn_split.reset(split_bytes, "split-K partials"));
@@ -233,6 +247,7 @@ Status GpuLlamaRunner::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_c
   }
   if (max_context > max_context_) {
     max_context_ = max_context;
+    backend_->set_max_context(max_context_);
     graphs_.clear();  // the decode plans depend on it
   }
   // A padded decode batch has decode_bucket(max_seqs) rows and sequences.
@@ -300,6 +315,7 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
   const int32_t padded = decode ? bucket : n_seqs;
   if (max_kv_len > max_context_) {  // beyond what reserve() planned for: re-plan, drop graphs
     max_context_ = max_kv_len;
+    backend_->set_max_context(max_context_);
     graphs_.clear();
   }
   NOVASERVE_RETURN_IF_ERROR(ensure(std::max<int64_t>(rows->n_rows, padded),
@@ -312,6 +328,13 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
   act_quant_ = mode;
 
   in_.build(seqs, padded, pool_.block_size);
+  attn_seqs_.resize(seqs.size());
+  for (int32_t s = 0; s < n_seqs; ++s) {  // what plan_attention reads: the pool, per sequence
+    attn_seqs_[s].n_new = static_cast<int32_t>(seqs[s].tokens.size());
+    attn_seqs_[s].pos0 = seqs[s].pos0;
+    attn_seqs_[s].kv = seqs[s].kv.layer(0);
+    attn_seqs_[s].layer_stride = seqs[s].kv.layer_stride;
+  }
   seq_logit_row_.resize(seqs.size());
   seq_n_new_.resize(seqs.size());
   seq_all_logits_.resize(seqs.size());
@@ -326,14 +349,13 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
   }
   NOVASERVE_RETURN_IF_ERROR(in_.upload(stream_));
 
-  const DecodeAttentionPlan plan = decode_plan(padded);
   prof_.begin_step(decode, rows->n_rows);
   if (use_graph && graphs_.has(bucket)) {
     NOVASERVE_RETURN_IF_ERROR(graphs_.launch(bucket, stream_));
   } else {
-    NOVASERVE_RETURN_IF_ERROR(enqueue_step(decode, plan));
+    NOVASERVE_RETURN_IF_ERROR(enqueue_step());
     if (use_graph) {  // the bucket's first step ran eagerly (warming up every kernel); capture
-      auto secs = graphs_.capture(bucket, stream_, [&] { return enqueue_step(true, plan); });
+      auto secs = graphs_.capture(bucket, stream_, [&] { return enqueue_step(); });
       if (!secs.ok()) return secs.error();
       std::fprintf(stderr, "novaserve gpu: captured the decode graph of batch %d in %.1f ms\n",
                    bucket, *secs * 1e3);
@@ -355,97 +377,31 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
   return prof_.end_step();
 }
 
-Status GpuLlamaRunner::enqueue_step(bool decode, const DecodeAttentionPlan& plan) {
-  const ModelConfig& c = config_;
-  const int64_t n = in_.n_rows();
-  const int64_t n_logit = in_.n_logit_rows();
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kEmbed, [&] {
-    return embed(w_.tok_embd, in_.ids(), n, ws_.x.get<float>(), stream_);
-  }));
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kRope, [&] {
-    return rope_table(in_.pos(), n, rope_, ws_.rope_table.get<float>(), stream_);
-  }));
-  for (int64_t il = 0; il < c.n_layer; ++il) {
-    NOVASERVE_RETURN_IF_ERROR(enqueue_layer(il, decode, plan));
-  }
-  // The last layer's FFN output (in o) joins the residual inside the final norm.
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kNorm, [&] {
-    return add_rms_norm(ws_.x.get<float>(), ws_.o.get<float>(), w_.output_norm, n, c.n_embd,
-                        c.rms_eps, ws_.h.get<float>(), stream_);
-  }));
-  const float* head_in = ws_.h.get<float>();
-  if (n_logit != n) {
-    // Gathering rows of an f32 matrix is the embedding lookup with an f32 table (exact copies).
-    const WeightMatrix rows_table{ws_.h.get(), GgmlType::kF32, c.n_embd, n};
-    NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kOther, [&] {
-      return embed(rows_table, in_.logit_rows(), n_logit, ws_.final_h.get<float>(), stream_);
-    }));
-    head_in = ws_.final_h.get<float>();
-  }
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulOutput, [&] {
-    return matmul(w_.output, w16_.output, head_in, n_logit, ws_.logits.get<float>());
-  }));
-  return timed(ProfOp::kOther, [&] {
-    return argmax_rows(ws_.logits.get<float>(), n_logit, c.n_vocab, ws_.greedy_ids.get<int32_t>(),
-                       stream_);
-  });
-}
-
-Status GpuLlamaRunner::enqueue_layer(int64_t il, bool decode, const DecodeAttentionPlan& plan) {
-  const ModelConfig& c = config_;
-  const LayerWeights& w = w_.layers[il];
-  static const F16Weights::Layer kNoF16;  // without BLAS (HIP) every matmul is a GEMV
-  const F16Weights::Layer& l16 = w16_.layers.empty() ? kNoF16 : w16_.layers[il];
-  const int64_t n = in_.n_rows();
-  float* x = ws_.x.get<float>();
-  float* h = ws_.h.get<float>();
-  float* o = ws_.o.get<float>();
-  float* q = ws_.q.get<float>();
-  float* k = ws_.k.get<float>();
-  float* v = ws_.v.get<float>();
-  // Layer il > 0 adds the previous layer's FFN output (o) to the residual inside its first norm.
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kNorm, [&] {
-    return add_rms_norm(x, il == 0 ? nullptr : o, w.attn_norm, n, c.n_embd, c.rms_eps, h, stream_);
-  }));
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulQkv, [&] {
-    const WeightMatrix ws[] = {w.wq, w.wk, w.wv};
-    const __half* const w16s[] = {l16.wq, l16.wk, l16.wv};
-    float* const ys[] = {q, k, v};
-    return matmul_group(ws, w16s, h, n, ys);
-  }));
-  if (w.bq != nullptr) {
-    NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kOther, [&]() -> Status {
-      NOVASERVE_RETURN_IF_ERROR(add_bias(q, w.bq, n, c.q_dim(), stream_));
-      NOVASERVE_RETURN_IF_ERROR(add_bias(k, w.bk, n, c.kv_dim(), stream_));
-      return add_bias(v, w.bv, n, c.kv_dim(), stream_);
-    }));
-  }
-  const float* table = ws_.rope_table.get<float>();
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kRope, [&] {
-    return rope(q, n, shape_.n_head, shape_.head_dim, rope_.n_rot, rope_.ordering, table, stream_);
-  }));
-  const PagedKvLayer layer{static_cast<uint8_t*>(pool_.k) + il * pool_.layer_stride,
-                           static_cast<uint8_t*>(pool_.v) + il * pool_.layer_stride, pool_.type,
-                           pool_.block_size};
-  const PagedKvBatch batch = in_.batch();
-  const StoreKvRope k_rope{table, rope_.n_rot, rope_.ordering};
-  NOVASERVE_RETURN_IF_ERROR(timed(
-      ProfOp::kStoreKv, [&] { return store_kv(k, v, n, layer, batch, shape_, &k_rope, stream_); }));
-  float* attn = ws_.attn.get<float>();
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kAttention, [&] {
-    return decode ? decode_attention(q, layer, batch, shape_, plan, ws_.attn_split.get(), attn,
-                                     stream_)
-                  : prefill_attention(q, layer, batch, shape_, in_.max_new(), attn, stream_);
-  }));
-  NOVASERVE_RETURN_IF_ERROR(
-      timed(ProfOp::kMatmulO, [&] { return matmul(w.wo, l16.wo, attn, n, o); }));
-
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kNorm, [&] {
-    return add_rms_norm(x, o, w.ffn_norm, n, c.n_embd, c.rms_eps, h, stream_);
-  }));
-  NOVASERVE_RETURN_IF_ERROR(gate_up_swiglu(w, l16, n));
-  return timed(ProfOp::kMatmulDown,
-               [&] { return matmul(w.w_down, l16.w_down, ws_.act.get<float>(), n, o); });
+Status GpuLlamaRunner::enqueue_step() {
+  ForwardInputs in;
+  in.ids = in_.ids();
+  in.pos = in_.pos();
+  in.n_rows = in_.n_rows();
+  in.n_logit_rows = in_.n_logit_rows();
+  in.logit_rows = in.n_logit_rows != in.n_rows ? in_.logit_rows() : nullptr;
+  in.attention = AttentionStep{attn_seqs_.data(), static_cast<int32_t>(attn_seqs_.size()),
+                               in_.n_rows(), in_.max_new(), forward_->attention_shape()};
+  ForwardBuffers buf;
+  buf.x = ws_.x.get<float>();
+  buf.h = ws_.h.get<float>();
+  buf.o = ws_.o.get<float>();
+  buf.q = ws_.q.get<float>();
+  buf.attn = ws_.attn.get<float>();
+  buf.k = ws_.k.get<float>();
+  buf.v = ws_.v.get<float>();
+  buf.gate = ws_.gate.get<float>();
+  buf.up = ws_.up.get<float>();
+  buf.act = ws_.act.get<float>();
+  buf.rope_table = ws_.rope_table.get<float>();
+  buf.head_in = ws_.final_h.get<float>();
+  buf.logits = ws_.logits.get<float>();
+  buf.greedy_ids = ws_.greedy_ids.get<int32_t>();
+  return forward_->run(*backend_, in, buf, LayerRange{0, config_.n_layer}, act_quant_);
 }
 
 std::optional<int32_t> GpuLlamaRunner::greedy_token(size_t seq) const {

@@ -1,8 +1,8 @@
 // GpuLlamaRunner: the GPU ModelRunner (public entry point: gpu_runner.h's create_gpu_runner).
-// The forward pass issues the same ops in the same order as LlamaModel::forward
-// (model/llama_model.cpp) with the GPU launchers of gpu_ops.h and attention_ops.h, all on one
-// stream; the host synchronizes once per step, after copying each logit row's argmax (and the
-// logits, unless every sequence of the step asked for `greedy`).
+// The forward pass is the model's one definition (model/llama_forward.h), run over a GpuBackend
+// (gpu_backend.h) whose ops launch on one stream; this runner owns the device buffers, the step
+// inputs and the decode graphs. The host synchronizes once per step, after copying each logit
+// row's argmax (and the logits, unless every sequence of the step asked for `greedy`).
 //
 // Step kinds:
 //   - decode (every sequence has one new token): the batch is padded to its bucket; split-K
@@ -10,10 +10,7 @@
 //     bucket's first step, which runs eagerly);
 //   - prefill or mixed: the causal prefill attention (tensor cores on f16 caches), launched
 //     eagerly.
-// Matmuls (gpu_llama_runner_matmul.cu): up to GpuMatmul::kGemvMaxRows rows, GEMVs over the
-// quantized weights (8-bit activations for Q4_0 in kQ8 mode, gemv_q4_0_q8.h); larger batches
-// go through GpuMatmul (a W4A16 tensor-core GEMM for some Q4_0 shapes up to 32 rows, else BLAS
-// GEMMs over fp16 copies of the weights, f16_weights.h).
+// Matmul dispatch: gpu_backend.h (fp16 weight copies for the BLAS GEMMs: f16_weights.h).
 #pragma once
 
 #include <memory>
@@ -22,12 +19,12 @@
 #include <vector>
 
 #include "backend/gpu/dispatch/gpu_matmul.h"
-#include "backend/gpu/kernels/attention_ops.h"
-#include "backend/gpu/kernels/gemv_q4_0_q8.h"
 #include "backend/gpu/platform/device_buffer.h"
+#include "model/llama_forward.h"
 #include "runtime/gpu/decode_graphs.h"
 #include "runtime/gpu/device_weights.h"
 #include "runtime/gpu/f16_weights.h"
+#include "runtime/gpu/gpu_backend.h"
 #include "runtime/gpu/gpu_runner.h"
 #include "runtime/gpu/step_inputs.h"
 #include "runtime/gpu/step_profiler.h"
@@ -86,30 +83,10 @@ class GpuLlamaRunner final : public ModelRunner {
   Status repack_q4_0();
   // Grows every buffer to the given limits (allocating; outside the steady state).
   Status ensure(int64_t rows, int64_t logit_rows, int64_t seqs, int64_t pages);
-  // Launches the whole step for the current step inputs.
-  Status enqueue_step(bool decode, const DecodeAttentionPlan& plan);
-  Status enqueue_layer(int64_t il, bool decode, const DecodeAttentionPlan& plan);
-  DecodeAttentionPlan decode_plan(int32_t batch) const;
-  // Matmuls of the step (Q4_0 matrices are in the split layout, repack_q4_0). With
-  // ActQuant::kQ8 and a GEMV-sized batch, Q4_0 matrices take the int8-activation GEMV
-  // (gemv_q4_0_q8.h); otherwise GpuMatmul::run.
-  bool gemv_q8(const WeightMatrix& w, int64_t n) const;
-  // Quantizes n rows of `width` into ws_.act_q8 and returns the view in `out`.
-  Status quantize_rows(const float* x, int64_t n, int64_t width, ActQ8& out);
-  Status matmul(const WeightMatrix& w, const __half* w16, const float* x, int64_t n, float* y);
-  // Matrices sharing x (q/k/v): one grouped launch for GEMV-sized Q4_0 batches.
-  Status matmul_group(std::span<const WeightMatrix> ws, std::span<const __half* const> w16s,
-                      const float* x, int64_t n, std::span<float* const> ys);
-  // ws_.act = silu(h gate^T) * (h up^T): one fused launch for GEMV-sized Q4_0 batches.
-  Status gate_up_swiglu(const LayerWeights& w, const F16Weights::Layer& l16, int64_t n);
-  // Runs launch() (returning Status) bracketed by the profiler's events for `op`.
-  template <typename Launch>
-  Status timed(ProfOp op, Launch&& launch) {
-    prof_.start(op, stream_);
-    const Status st = launch();
-    prof_.stop(stream_);
-    return st;
-  }
+  // Tells the backend each matrix's fp16 copy and profiler bucket.
+  void register_matrices();
+  // Launches the whole step (LlamaForward over the backend) for the current step inputs.
+  Status enqueue_step();
 
   std::shared_ptr<const GgufFile> file_;
   ModelConfig config_;
@@ -121,8 +98,6 @@ class GpuLlamaRunner final : public ModelRunner {
   DeviceWeights w_;
   F16Weights w16_;            // empty without BLAS
   DeviceBuffer tied_output_;  // a Q4_0 output tied to the embedding, repacked (repack_q4_0)
-  RopeParams rope_;
-  AttentionShape shape_;
   std::unique_ptr<GpuMatmul> matmul_;
   StepInputs in_;
   Workspace ws_;
@@ -138,7 +113,10 @@ class GpuLlamaRunner final : public ModelRunner {
   int64_t split_planned_seqs_ = 0;     // attn_split covers batches up to this
   int64_t split_planned_context_ = 0;  // ... with plans for this max_context_
   DecodeGraphs graphs_;
-  StepProfiler prof_;  // NOVASERVE_GPU_PROFILE=1
+  StepProfiler prof_;                    // NOVASERVE_GPU_PROFILE=1
+  std::unique_ptr<GpuBackend> backend_;  // over matmul_, in_, prof_ and ws_'s workspaces
+  std::unique_ptr<LlamaForward> forward_;
+  std::vector<AttentionSeq> attn_seqs_;  // the step's sequences for plan_attention (host)
   // Per sequence of the last step, for logits(): logit rows, and whether all rows have logits.
   std::vector<int64_t> seq_logit_row_;
   std::vector<int32_t> seq_n_new_;

@@ -14,6 +14,14 @@
 namespace novaserve {
 namespace {
 
+// Plans a one-sequence step (layer 0) and stores its new K and V rows.
+void store(CpuBackend& b, const float* k, const float* v, const AttentionSeq& seq,
+           const AttentionShape& shape) {
+  const AttentionStep step{&seq, 1, seq.n_new, seq.n_new, shape};
+  ASSERT_TRUE(b.plan_attention(step).ok());
+  ASSERT_TRUE(b.store_kv(k, v, 0).ok());
+}
+
 TEST(CpuOpsTest, RmsNormWithFusedResidualAdd) {
   CpuBackend b(1);
   // Row 0: x = [1, 2] + delta [2, 2] = [3, 4]; mean square 12.5.
@@ -22,7 +30,7 @@ TEST(CpuOpsTest, RmsNormWithFusedResidualAdd) {
   std::vector<float> delta = {2, 2, 0, 0};
   std::vector<float> w = {1, 2};
   std::vector<float> out(4);
-  b.add_rms_norm(x.data(), delta.data(), w.data(), 2, 2, 0.0f, out.data());
+  ASSERT_TRUE(b.add_rms_norm(x.data(), delta.data(), w.data(), 2, 2, 0.0f, out.data()).ok());
   EXPECT_FLOAT_EQ(x[0], 3);
   EXPECT_FLOAT_EQ(x[1], 4);
   EXPECT_NEAR(out[0], 3 / std::sqrt(12.5), 1e-6);
@@ -30,7 +38,7 @@ TEST(CpuOpsTest, RmsNormWithFusedResidualAdd) {
   EXPECT_NEAR(out[2], 0, 1e-6);
   EXPECT_NEAR(out[3], 2 / std::sqrt(0.5), 1e-5);
   // Without delta and with eps: x = [3, 4] -> r = 1/sqrt(12.5 + 0.5).
-  b.add_rms_norm(x.data(), nullptr, w.data(), 1, 2, 0.5f, out.data());
+  ASSERT_TRUE(b.add_rms_norm(x.data(), nullptr, w.data(), 1, 2, 0.5f, out.data()).ok());
   EXPECT_FLOAT_EQ(x[0], 3);
   EXPECT_NEAR(out[0], 3 / std::sqrt(13.0), 1e-6);
 }
@@ -39,7 +47,7 @@ TEST(CpuOpsTest, AddBias) {
   CpuBackend b(1);
   std::vector<float> x = {1, 2, 3, 4};
   std::vector<float> bias = {10, 20};
-  b.add_bias(x.data(), bias.data(), 2, 2);
+  ASSERT_TRUE(b.add_bias(x.data(), bias.data(), 2, 2).ok());
   EXPECT_EQ(x, (std::vector<float>{11, 22, 13, 24}));
 }
 
@@ -51,13 +59,13 @@ TEST(CpuOpsTest, RopeNormalOrderingRotatesAdjacentPairs) {
   p.freq_base = 100.0f;
   const int32_t pos[] = {2};
   std::vector<float> table(4);
-  b.rope_table(pos, 1, p, table.data());
+  ASSERT_TRUE(b.rope_table(pos, 1, p, table.data()).ok());
   EXPECT_NEAR(table[0], std::cos(2.0), 1e-7);
   EXPECT_NEAR(table[1], std::cos(0.2), 1e-7);
   EXPECT_NEAR(table[2], std::sin(2.0), 1e-7);
   EXPECT_NEAR(table[3], std::sin(0.2), 1e-7);
   std::vector<float> x = {1, 0, 0, 1};  // pair (x0, x1) = (1, 0), pair (x2, x3) = (0, 1)
-  b.rope(x.data(), 1, 1, 4, 4, RopeOrdering::kNormal, table.data());
+  ASSERT_TRUE(b.rope(x.data(), 1, 1, 4, 4, RopeOrdering::kNormal, table.data()).ok());
   EXPECT_NEAR(x[0], std::cos(2.0), 1e-6);
   EXPECT_NEAR(x[1], std::sin(2.0), 1e-6);
   EXPECT_NEAR(x[2], -std::sin(0.2), 1e-6);
@@ -73,10 +81,10 @@ TEST(CpuOpsTest, RopeNeoxOrderingRotatesHalvesAndPassesTheRest) {
   p.ordering = RopeOrdering::kNeox;
   const int32_t pos[] = {3};
   std::vector<float> table(4);
-  b.rope_table(pos, 1, p, table.data());
+  ASSERT_TRUE(b.rope_table(pos, 1, p, table.data()).ok());
   // Two heads; the second must get the same rotation.
   std::vector<float> x = {1, 1, 0, 0, 7, 8, 1, 1, 0, 0, 7, 8};
-  b.rope(x.data(), 1, 2, 6, 4, RopeOrdering::kNeox, table.data());
+  ASSERT_TRUE(b.rope(x.data(), 1, 2, 6, 4, RopeOrdering::kNeox, table.data()).ok());
   for (int h = 0; h < 2; ++h) {
     const float* xh = x.data() + 6 * h;
     EXPECT_NEAR(xh[0], std::cos(3.0), 1e-6);
@@ -98,7 +106,7 @@ TEST(CpuOpsTest, RopeLinearScalingAndFrequencyFactors) {
   p.freq_factors = factors;
   const int32_t pos[] = {8};
   std::vector<float> table(4);
-  b.rope_table(pos, 1, p, table.data());
+  ASSERT_TRUE(b.rope_table(pos, 1, p, table.data()).ok());
   EXPECT_NEAR(table[0], std::cos(4.0), 1e-7);        // 8 * 0.5 * 1
   EXPECT_NEAR(table[1], std::cos(0.4 / 4.0), 1e-7);  // 8 * 0.5 * 0.1 / 4
   EXPECT_NEAR(table[3], std::sin(0.1), 1e-7);
@@ -117,13 +125,13 @@ TEST(CpuOpsTest, AttentionIsCausalSoftmaxOverCache) {
   seq.kv = KvLayerView{kcache.data(), vcache.data(), table, 1, 4};
   const std::vector<float> k = {1, 0, 0, 1};  // k0 = (1, 0), k1 = (0, 1)
   const std::vector<float> v = {1, 2, 3, 4};  // v0 = (1, 2), v1 = (3, 4)
-  b.store_kv(k.data(), v.data(), &seq, 1, shape);
+  store(b, k.data(), v.data(), seq, shape);
   EXPECT_EQ(kcache[2], 0);
   EXPECT_EQ(kcache[3], 1);
   EXPECT_EQ(vcache[2], 3);
   const std::vector<float> q = {5, 5, std::log(3.0f), 0};
   std::vector<float> out(4);
-  b.attention(q.data(), &seq, 1, shape, out.data());
+  ASSERT_TRUE(b.attention(q.data(), 0, out.data()).ok());
   // Row 0 sees only position 0: out = v0.
   EXPECT_FLOAT_EQ(out[0], 1);
   EXPECT_FLOAT_EQ(out[1], 2);
@@ -141,14 +149,14 @@ TEST(CpuOpsTest, AttentionGroupsQueryHeadsOntoKvHeads) {
   std::vector<float> kc(2 * cap, 0.0f), vc(2 * cap, 0.0f);
   AttentionSeq first{0, 1, 0, KvLayerView{kc.data(), vc.data(), table, 1, cap}};
   const std::vector<float> k0 = {0, 0}, v0 = {10, 20};  // position 0: KV head 0 -> 10, head 1 -> 20
-  b.store_kv(k0.data(), v0.data(), &first, 1, shape);
+  store(b, k0.data(), v0.data(), first, shape);
   AttentionSeq second{0, 1, 1, KvLayerView{kc.data(), vc.data(), table, 1, cap}};
   const std::vector<float> k1 = {0, 0}, v1 = {30, 40};  // position 1
-  b.store_kv(k1.data(), v1.data(), &second, 1, shape);
+  store(b, k1.data(), v1.data(), second, shape);
   // All scores 0: each head averages its KV head's two values.
   const std::vector<float> q = {1, 2, 3, 4};
   std::vector<float> out(4);
-  b.attention(q.data(), &second, 1, shape, out.data());
+  ASSERT_TRUE(b.attention(q.data(), 0, out.data()).ok());
   EXPECT_FLOAT_EQ(out[0], 20);  // heads 0, 1 -> KV head 0: (10 + 30) / 2
   EXPECT_FLOAT_EQ(out[1], 20);
   EXPECT_FLOAT_EQ(out[2], 30);  // heads 2, 3 -> KV head 1: (20 + 40) / 2
@@ -172,8 +180,8 @@ TEST(CpuOpsTest, LongPrefillAttentionIndependentOfThreadCount) {
     const int32_t table[] = {0};
     AttentionSeq seq{0, static_cast<int32_t>(n), 0,
                      KvLayerView{kc.data(), vc.data(), table, 1, static_cast<int32_t>(cap)}};
-    b.store_kv(k.data(), v.data(), &seq, 1, shape);
-    b.attention(q.data(), &seq, 1, shape, threads == 1 ? out1.data() : out2.data());
+    store(b, k.data(), v.data(), seq, shape);
+    ASSERT_TRUE(b.attention(q.data(), 0, threads == 1 ? out1.data() : out2.data()).ok());
   }
   EXPECT_EQ(out1, out2);
 }
@@ -200,8 +208,8 @@ TEST(CpuOpsTest, PagedAttentionWithScatteredBlocksMatchesOneBlockBitForBit) {
   for (const auto& [pos0, n] : {std::pair<int32_t, int32_t>{0, 30}, {30, 7}}) {
     for (const auto& [view, out] : {std::pair{view_a, &out_a}, std::pair{view_b, &out_b}}) {
       AttentionSeq seq{0, n, pos0, view};
-      b.store_kv(k.data() + pos0 * kv_dim, v.data() + pos0 * kv_dim, &seq, 1, shape);
-      b.attention(q.data() + pos0 * q_dim, &seq, 1, shape, out->data() + pos0 * q_dim);
+      store(b, k.data() + pos0 * kv_dim, v.data() + pos0 * kv_dim, seq, shape);
+      ASSERT_TRUE(b.attention(q.data() + pos0 * q_dim, 0, out->data() + pos0 * q_dim).ok());
     }
   }
   EXPECT_EQ(out_a, out_b);
@@ -231,9 +239,9 @@ TEST(CpuOpsTest, QuantizedKvCacheAttentionStaysCloseToF32) {
     std::vector<uint8_t> kc(4 * 2 * 16 * row_bytes), vc(kc.size());
     AttentionSeq seq{0, static_cast<int32_t>(n), 0,
                      KvLayerView{kc.data(), vc.data(), table, 4, 16, type}};
-    b.store_kv(k.data(), v.data(), &seq, 1, shape);
+    store(b, k.data(), v.data(), seq, shape);
     std::vector<float> out(n * q_dim);
-    b.attention(q.data(), &seq, 1, shape, out.data());
+    EXPECT_TRUE(b.attention(q.data(), 0, out.data()).ok());
     return out;
   };
   const std::vector<float> ref = run(GgmlType::kF32);
@@ -253,22 +261,24 @@ TEST(CpuOpsTest, QuantizedKvCacheAttentionStaysCloseToF32) {
   }
 }
 
-TEST(CpuOpsTest, SwigluAndSoftmax) {
+TEST(CpuOpsTest, Swiglu) {
   CpuBackend b(1);
   const std::vector<float> gate = {0, 1, -2};
   const std::vector<float> up = {5, 2, 1};
   std::vector<float> out(3);
-  b.swiglu(gate.data(), up.data(), 1, 3, out.data());
+  ASSERT_TRUE(b.swiglu(gate.data(), up.data(), 1, 3, out.data()).ok());
   EXPECT_FLOAT_EQ(out[0], 0);
   EXPECT_NEAR(out[1], 2.0 / (1.0 + std::exp(-1.0)), 1e-6);
   EXPECT_NEAR(out[2], -2.0 / (1.0 + std::exp(2.0)), 1e-6);
+}
 
-  std::vector<float> x = {0, std::log(3.0f), 100, 100};
-  b.softmax(x.data(), 2, 2);
-  EXPECT_NEAR(x[0], 0.25, 1e-6);
-  EXPECT_NEAR(x[1], 0.75, 1e-6);
-  EXPECT_NEAR(x[2], 0.5, 1e-6);  // large equal logits: no overflow
-  EXPECT_NEAR(x[3], 0.5, 1e-6);
+TEST(CpuOpsTest, ArgmaxRowsTakesTheLowestIndexOfEqualMaxima) {
+  CpuBackend b(1);
+  const std::vector<float> logits = {1, 3, 3, -1, -5, -2, -7, -2};
+  int32_t ids[2] = {-1, -1};
+  ASSERT_TRUE(b.argmax_rows(logits.data(), 2, 4, ids).ok());
+  EXPECT_EQ(ids[0], 1);
+  EXPECT_EQ(ids[1], 1);
 }
 
 TEST(CpuOpsTest, EmbedGathersQuantizedRows) {
@@ -286,7 +296,7 @@ TEST(CpuOpsTest, EmbedGathersQuantizedRows) {
   WeightMatrix table{q.data(), GgmlType::kQ8_0, 32, 3};
   const int32_t ids[] = {2, 0};
   std::vector<float> out(64);
-  b.embed(table, ids, 2, out.data());
+  ASSERT_TRUE(b.embed(table, ids, 2, out.data()).ok());
   std::vector<float> want(32);
   ASSERT_TRUE(dequantize_row(GgmlType::kQ8_0, q.data() + 2 * rb, want.data(), 32).ok());
   EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 32), want);

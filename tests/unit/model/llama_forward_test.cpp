@@ -49,17 +49,34 @@ std::vector<double> rms_norm(const std::vector<double>& x, const Mat& w, double 
   return y;
 }
 
-void rope(std::vector<double>& x, int64_t n_heads, int64_t hd, int64_t pos, double base,
-          bool neox) {
+// RoPE with optional per-frequency divisors and a cos/sin multiplier (LongRoPE).
+void rope(std::vector<double>& x, int64_t n_heads, int64_t hd, int64_t pos, double base, bool neox,
+          const Mat& divisors = {}, double mscale = 1.0) {
   for (int64_t h = 0; h < n_heads; ++h) {
     for (int64_t i = 0; i < hd / 2; ++i) {
-      const double theta = pos * std::pow(base, -2.0 * i / hd);
+      double theta = pos * std::pow(base, -2.0 * i / hd);
+      if (!divisors.empty()) theta /= divisors[i];
+      const double c = std::cos(theta) * mscale, sn = std::sin(theta) * mscale;
       const int64_t a = h * hd + (neox ? i : 2 * i);
       const int64_t b = neox ? a + hd / 2 : a + 1;
       const double x0 = x[a], x1 = x[b];
-      x[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      x[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      x[a] = x0 * c - x1 * sn;
+      x[b] = x0 * sn + x1 * c;
     }
+  }
+}
+
+// Rows [first, first + n) of a row-major matrix with n_in columns.
+Mat rows(const Mat& w, int64_t first, int64_t n, int64_t n_in) {
+  return Mat(w.begin() + first * n_in, w.begin() + (first + n) * n_in);
+}
+
+// Every head_dim slice of x normalised with w (qwen3's q/k norm).
+void head_norm(std::vector<double>& x, int64_t hd, const Mat& w, double eps) {
+  for (size_t h0 = 0; h0 < x.size(); h0 += hd) {
+    std::vector<double> head(x.begin() + h0, x.begin() + h0 + hd);
+    head = rms_norm(head, w, eps);
+    std::copy(head.begin(), head.end(), x.begin() + h0);
   }
 }
 
@@ -67,8 +84,11 @@ void rope(std::vector<double>& x, int64_t n_heads, int64_t hd, int64_t pos, doub
 std::vector<std::vector<double>> reference_logits(const GgufFile& f, const TinySpec& s,
                                                   const std::vector<int32_t>& tokens) {
   const int64_t hd = s.n_embd / s.n_head, qd = s.n_head * hd, kvd = s.n_head_kv * hd;
-  const bool neox = s.arch == "qwen2";
+  const bool neox = s.arch != "llama";
+  const bool phi3 = s.arch == "phi3";
   const double eps = 1e-5;
+  const Mat divisors = s.longrope ? tensor(f, "rope_factors_short.weight") : Mat{};
+  const double mscale = s.longrope ? s.longrope_attn_factor : 1.0;
   const Mat embd = tensor(f, "token_embd.weight");
   std::vector<std::vector<double>> x;
   for (int32_t t : tokens)
@@ -77,19 +97,27 @@ std::vector<std::vector<double>> reference_logits(const GgufFile& f, const TinyS
   for (int64_t il = 0; il < s.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     std::vector<std::vector<double>> q(n), k(n), v(n);
+    const Mat qkv = phi3 ? tensor(f, p + "attn_qkv.weight") : Mat{};
+    const Mat wq = phi3 ? rows(qkv, 0, qd, s.n_embd) : tensor(f, p + "attn_q.weight");
+    const Mat wk = phi3 ? rows(qkv, qd, kvd, s.n_embd) : tensor(f, p + "attn_k.weight");
+    const Mat wv = phi3 ? rows(qkv, qd + kvd, kvd, s.n_embd) : tensor(f, p + "attn_v.weight");
     for (size_t t = 0; t < n; ++t) {
       const auto h = rms_norm(x[t], tensor(f, p + "attn_norm.weight"), eps);
-      q[t] = matvec(tensor(f, p + "attn_q.weight"), h, qd);
-      k[t] = matvec(tensor(f, p + "attn_k.weight"), h, kvd);
-      v[t] = matvec(tensor(f, p + "attn_v.weight"), h, kvd);
+      q[t] = matvec(wq, h, qd);
+      k[t] = matvec(wk, h, kvd);
+      v[t] = matvec(wv, h, kvd);
       if (s.qkv_bias) {
         const Mat bq = tensor(f, p + "attn_q.bias"), bk = tensor(f, p + "attn_k.bias"),
                   bv = tensor(f, p + "attn_v.bias");
         for (int64_t i = 0; i < qd; ++i) q[t][i] += bq[i];
         for (int64_t i = 0; i < kvd; ++i) k[t][i] += bk[i], v[t][i] += bv[i];
       }
-      rope(q[t], s.n_head, hd, t, s.rope_base, neox);
-      rope(k[t], s.n_head_kv, hd, t, s.rope_base, neox);
+      if (s.arch == "qwen3") {
+        head_norm(q[t], hd, tensor(f, p + "attn_q_norm.weight"), eps);
+        head_norm(k[t], hd, tensor(f, p + "attn_k_norm.weight"), eps);
+      }
+      rope(q[t], s.n_head, hd, t, s.rope_base, neox, divisors, mscale);
+      rope(k[t], s.n_head_kv, hd, t, s.rope_base, neox, divisors, mscale);
     }
     for (size_t t = 0; t < n; ++t) {
       std::vector<double> attn(qd, 0.0);
@@ -111,8 +139,12 @@ std::vector<std::vector<double>> reference_logits(const GgufFile& f, const TinyS
       const auto o = matvec(tensor(f, p + "attn_output.weight"), attn, s.n_embd);
       for (int64_t i = 0; i < s.n_embd; ++i) x[t][i] += o[i];
       const auto h = rms_norm(x[t], tensor(f, p + "ffn_norm.weight"), eps);
-      const auto g = matvec(tensor(f, p + "ffn_gate.weight"), h, s.n_ff);
-      const auto u = matvec(tensor(f, p + "ffn_up.weight"), h, s.n_ff);
+      const Mat gate_up = phi3 ? tensor(f, p + "ffn_up.weight") : Mat{};
+      const auto g = matvec(
+          phi3 ? rows(gate_up, 0, s.n_ff, s.n_embd) : tensor(f, p + "ffn_gate.weight"), h, s.n_ff);
+      const auto u =
+          matvec(phi3 ? rows(gate_up, s.n_ff, s.n_ff, s.n_embd) : tensor(f, p + "ffn_up.weight"), h,
+                 s.n_ff);
       std::vector<double> a(s.n_ff);
       for (int64_t i = 0; i < s.n_ff; ++i) a[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
       const auto d = matvec(tensor(f, p + "ffn_down.weight"), a, s.n_embd);
@@ -191,6 +223,67 @@ TEST(LlamaForwardTest, ExactModeMatchesNaiveReferenceQwen2) {
   ASSERT_TRUE(l.model);
   const auto ref = reference_logits(*l.file.file, s, kTokens);
   EXPECT_LT(relative_error(prefill(*l.model, kTokens, ActQuant::kNone), ref), 1e-5);
+}
+
+TEST(LlamaForwardTest, ExactModeMatchesNaiveReferenceQwen3) {
+  TinySpec s;
+  s.arch = "qwen3";  // NeoX rope, per-head q/k RMSNorm, no biases
+  s.matrix_type = GgmlType::kQ8_0;
+  auto l = load(s);
+  ASSERT_TRUE(l.model);
+  EXPECT_TRUE(l.model->config().qk_norm);
+  const auto ref = reference_logits(*l.file.file, s, kTokens);
+  EXPECT_LT(relative_error(prefill(*l.model, kTokens, ActQuant::kNone), ref), 1e-5);
+}
+
+TEST(LlamaForwardTest, ExactModeMatchesNaiveReferencePhi3WithLongRope) {
+  TinySpec s;
+  s.arch = "phi3";  // fused attn_qkv and gate+up tensors, NeoX rope
+  s.tied = false;
+  s.matrix_type = GgmlType::kQ4_0;
+  s.longrope = true;
+  s.longrope_attn_factor = 1.19f;
+  auto l = load(s);
+  ASSERT_TRUE(l.model);
+  EXPECT_EQ(l.model->config().rope_scaling.type, RopeScalingType::kLongRope);
+  // Only the short factors are implemented: the context stops at the original length.
+  EXPECT_EQ(l.model->config().n_ctx_train, s.longrope_original_context);
+  const auto ref = reference_logits(*l.file.file, s, kTokens);
+  EXPECT_LT(relative_error(prefill(*l.model, kTokens, ActQuant::kNone), ref), 1e-5);
+}
+
+// A pipeline stage runs layers [0, 1), hands its hidden state to a second model that runs
+// [1, 2): the logits equal one model's whole forward bit for bit.
+TEST(LlamaForwardTest, LayerRangesHandOnTheHiddenStateBitForBit) {
+  for (const char* arch : {"llama", "phi3"}) {
+    SCOPED_TRACE(arch);
+    TinySpec s;
+    s.arch = arch;
+    auto whole = load(s);
+    auto first = load(s);
+    auto second = load(s);
+    ASSERT_TRUE(whole.model && first.model && second.model);
+    auto kv_whole = SequenceKvCache::create(whole.model->config(), 32);
+    auto kv_first = SequenceKvCache::create(first.model->config(), 32);
+    auto kv_second = SequenceKvCache::create(second.model->config(), 32);
+    ASSERT_TRUE(kv_whole.ok() && kv_first.ok() && kv_second.ok());
+    ForwardSeq seq{kTokens, 0, kv_whole->view(), true};
+    ASSERT_TRUE(whole.model->forward({&seq, 1}, ActQuant::kNone).ok());
+    seq.kv = kv_first->view();
+    ASSERT_TRUE(first.model->forward_layers({&seq, 1}, {0, 1}, ActQuant::kNone).ok());
+    const std::vector<float> hidden(first.model->hidden().begin(), first.model->hidden().end());
+    EXPECT_EQ(hidden.size(), kTokens.size() * s.n_embd);
+    second.model->set_hidden(hidden);
+    seq.kv = kv_second->view();
+    ASSERT_TRUE(second.model->forward_layers({&seq, 1}, {1, 2}, ActQuant::kNone).ok());
+    for (size_t t = 0; t < kTokens.size(); ++t) {
+      const float* a = whole.model->logits(0, static_cast<int32_t>(t));
+      const float* b = second.model->logits(0, static_cast<int32_t>(t));
+      EXPECT_EQ(std::memcmp(a, b, s.n_vocab * sizeof(float)), 0) << "position " << t;
+    }
+    EXPECT_FALSE(first.model->forward_layers({&seq, 1}, {1, 1}, ActQuant::kNone).ok());
+    EXPECT_FALSE(first.model->forward_layers({&seq, 1}, {0, 3}, ActQuant::kNone).ok());
+  }
 }
 
 TEST(LlamaForwardTest, MultiQueryAttentionMatchesReference) {

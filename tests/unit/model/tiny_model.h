@@ -35,6 +35,10 @@ struct TinySpec {
   GgmlType embd_type = GgmlType::kQ8_0;
   bool tied = true;
   bool qkv_bias = false;  // write attn_{q,k,v}.bias tensors
+  // phi3 only: LongRoPE short/long factor tensors, this attention factor and original context.
+  bool longrope = false;
+  float longrope_attn_factor = 1.0f;
+  int64_t longrope_original_context = 32;
   uint32_t seed = 1;
 };
 
@@ -69,6 +73,11 @@ inline void add_tiny_metadata(GgufWriter& w, const TinySpec& s) {
   w.add(a + ".attention.head_count_kv", gguf_u32(static_cast<uint32_t>(s.n_head_kv)));
   w.add(a + ".attention.layer_norm_rms_epsilon", gguf_f32(1e-5f));
   w.add(a + ".rope.freq_base", gguf_f32(s.rope_base));
+  if (s.longrope) {
+    w.add(a + ".rope.scaling.attn_factor", gguf_f32(s.longrope_attn_factor));
+    w.add(a + ".rope.scaling.original_context_length",
+          gguf_u32(static_cast<uint32_t>(s.longrope_original_context)));
+  }
 }
 
 /// Adds every tensor of a tiny model with random weights, except the one named `skip` (for
@@ -103,9 +112,17 @@ inline void add_tiny_tensors(GgufWriter& w, const TinySpec& s, const std::string
   for (int64_t il = 0; il < s.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.2f);
-    matrix(p + "attn_q.weight", s.matrix_type, s.n_embd, q_dim, 2.0f * in_scale);
-    matrix(p + "attn_k.weight", s.matrix_type, s.n_embd, kv_dim, 2.0f * in_scale);
-    matrix(p + "attn_v.weight", s.matrix_type, s.n_embd, kv_dim, 2.0f * in_scale);
+    if (s.arch == "phi3") {  // q, k and v rows in one matrix
+      matrix(p + "attn_qkv.weight", s.matrix_type, s.n_embd, q_dim + 2 * kv_dim, 2.0f * in_scale);
+    } else {
+      matrix(p + "attn_q.weight", s.matrix_type, s.n_embd, q_dim, 2.0f * in_scale);
+      matrix(p + "attn_k.weight", s.matrix_type, s.n_embd, kv_dim, 2.0f * in_scale);
+      matrix(p + "attn_v.weight", s.matrix_type, s.n_embd, kv_dim, 2.0f * in_scale);
+    }
+    if (s.arch == "qwen3") {
+      vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.3f);
+      vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.3f);
+    }
     if (s.qkv_bias) {
       vector(p + "attn_q.bias", q_dim, 0.0f, 0.5f);
       vector(p + "attn_k.bias", kv_dim, 0.0f, 0.5f);
@@ -113,10 +130,18 @@ inline void add_tiny_tensors(GgufWriter& w, const TinySpec& s, const std::string
     }
     matrix(p + "attn_output.weight", s.matrix_type, q_dim, s.n_embd, in_scale);
     vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.2f);
-    matrix(p + "ffn_gate.weight", s.matrix_type, s.n_embd, s.n_ff, 2.0f * in_scale);
-    matrix(p + "ffn_up.weight", s.matrix_type, s.n_embd, s.n_ff, 2.0f * in_scale);
+    if (s.arch == "phi3") {  // gate rows, then up rows
+      matrix(p + "ffn_up.weight", s.matrix_type, s.n_embd, 2 * s.n_ff, 2.0f * in_scale);
+    } else {
+      matrix(p + "ffn_gate.weight", s.matrix_type, s.n_embd, s.n_ff, 2.0f * in_scale);
+      matrix(p + "ffn_up.weight", s.matrix_type, s.n_embd, s.n_ff, 2.0f * in_scale);
+    }
     matrix(p + "ffn_down.weight", s.matrix_type, s.n_ff, s.n_embd,
            1.0f / std::sqrt(static_cast<float>(s.n_ff)));
+  }
+  if (s.longrope) {  // divisors in [1, 3]
+    vector("rope_factors_short.weight", head_dim / 2, 2.0f, 1.0f);
+    vector("rope_factors_long.weight", head_dim / 2, 2.0f, 1.0f);
   }
 }
 

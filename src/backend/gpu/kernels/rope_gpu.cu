@@ -19,8 +19,8 @@ __global__ void rope_table_kernel(const int32_t* pos, int64_t n_rows, RopeParams
       if (p.freq_factors != nullptr) inv_freq /= static_cast<double>(p.freq_factors[i]);
       const double theta =
           static_cast<double>(pos[r]) * static_cast<double>(p.freq_scale) * inv_freq;
-      t[i] = static_cast<float>(cos(theta));
-      t[half + i] = static_cast<float>(sin(theta));
+      t[i] = static_cast<float>(cos(theta) * static_cast<double>(p.attn_factor));
+      t[half + i] = static_cast<float>(sin(theta) * static_cast<double>(p.attn_factor));
     }
   }
 }

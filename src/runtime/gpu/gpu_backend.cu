@@ -1,0 +1,215 @@
+#include <algorithm>
+#include <string>
+
+#include "backend/gpu/kernels/argmax_gpu.h"
+#include "backend/gpu/kernels/gpu_ops.h"
+#include "runtime/gpu/gpu_backend.h"
+
+namespace novaserve::gpu {
+
+static_assert(GpuMatmul::kGemvMaxRows <= kGemvQ4_0Q8MaxRows,
+              "every GEMV-sized batch must fit one kQ8 GEMV call");
+
+GpuBackend::GpuBackend(cudaStream_t stream, GpuMatmul& matmul, const StepInputs& inputs,
+                       StepProfiler& profiler, DeviceBuffer& act_q8, DeviceBuffer& attn_split,
+                       int32_t n_sm)
+    : stream_(stream),
+      matmul_(matmul),
+      in_(inputs),
+      prof_(profiler),
+      act_q8_(act_q8),
+      attn_split_(attn_split),
+      n_sm_(n_sm) {}
+
+const char* GpuBackend::name() const {
+#if defined(NOVASERVE_GPU_HIP)
+  return "hip";
+#else
+  return "cuda";
+#endif
+}
+
+void GpuBackend::add_matrix(const WeightMatrix& w, const __half* w16, ProfOp op) {
+  matrices_[w.data] = Matrix{w16, op};
+}
+
+const GpuBackend::Matrix& GpuBackend::matrix(const WeightMatrix& w) const {
+  static const Matrix kUnregistered;  // no fp16 copy: GEMVs (and HIP, which has no BLAS path)
+  const auto it = matrices_.find(w.data);
+  return it == matrices_.end() ? kUnregistered : it->second;
+}
+
+DecodeAttentionPlan GpuBackend::decode_plan(int32_t batch, const AttentionShape& shape) const {
+  return plan_decode_attention(batch, shape, static_cast<int32_t>(max_context_), n_sm_);
+}
+
+bool GpuBackend::gemv_q8(const WeightMatrix& w, int64_t n, ActQuant mode) const {
+  // (HIP's takes_gemv() holds for every row count; the kQ8 kernel takes up to 8 rows.)
+  return mode == ActQuant::kQ8 && w.type == GgmlType::kQ4_0 && matmul_.takes_gemv(n) &&
+         n <= kGemvQ4_0Q8MaxRows;
+}
+
+Status GpuBackend::quantize_rows(const float* x, int64_t n, int64_t width, ActQ8& out) {
+  if (act_q8_bytes(n, width) > act_q8_.bytes()) {
+    return Err(ErrorCode::kInternal,
+               "GPU backend: the quantized-activation workspace holds fewer than " +
+                   std::to_string(n) + " rows of " + std::to_string(width));
+  }
+  out = act_q8_view(act_q8_.get(), n, width);
+  return quantize_act_q8(x, n, width, out, stream_);
+}
+
+Status GpuBackend::plain_matmul(const WeightMatrix& w, const float* x, int64_t n, float* y,
+                                ActQuant mode) {
+  if (gemv_q8(w, n, mode)) {
+    ActQ8 xq;
+    NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, n, w.n_in, xq));
+    float* const ys[] = {y};
+    return gemv_q4_0_q8({&w, 1}, xq, n, ys, false, stream_);
+  }
+  return matmul_.run(w, matrix(w).w16, x, n, y, w.type == GgmlType::kQ4_0);
+}
+
+Status GpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+                          ActQuant mode) {
+  return timed(matrix(w).op, [&] { return plain_matmul(w, x, n_rows, y, mode); });
+}
+
+Status GpuBackend::matmul_qkv(const WeightMatrix& wq, const WeightMatrix& wk,
+                              const WeightMatrix& wv, const float* x, int64_t n, float* q, float* k,
+                              float* v, ActQuant mode) {
+  return timed(ProfOp::kMatmulQkv, [&]() -> Status {
+    const WeightMatrix ws[] = {wq, wk, wv};
+    float* const ys[] = {q, k, v};
+    const bool all_q4_0 = std::all_of(std::begin(ws), std::end(ws), [](const WeightMatrix& m) {
+      return m.type == GgmlType::kQ4_0;
+    });
+    if (all_q4_0 && gemv_q8(wq, n, mode)) {
+      ActQ8 xq;
+      NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, n, wq.n_in, xq));
+      return gemv_q4_0_q8(ws, xq, n, ys, false, stream_);
+    }
+    if (all_q4_0 && matmul_.takes_gemv(n)) {  // one launch, the same bits as one per matrix
+      return gemv_q4_0_split_multi(ws, x, n, ys, stream_);
+    }
+    for (int i = 0; i < 3; ++i) NOVASERVE_RETURN_IF_ERROR(plain_matmul(ws[i], x, n, ys[i], mode));
+    return {};
+  });
+}
+
+Status GpuBackend::gate_up_swiglu(const WeightMatrix& w_gate, const WeightMatrix& w_up,
+                                  const float* x, int64_t n, float* gate, float* up, float* out,
+                                  ActQuant mode) {
+  const bool q4_0 = w_gate.type == GgmlType::kQ4_0 && w_up.type == GgmlType::kQ4_0;
+  if (q4_0 && matmul_.takes_gemv(n)) {  // gate, up and SwiGLU in one launch
+    return timed(ProfOp::kMatmulGateUp, [&]() -> Status {
+      if (gemv_q8(w_gate, n, mode)) {
+        ActQ8 xq;
+        NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, n, w_gate.n_in, xq));
+        const WeightMatrix ws[] = {w_gate, w_up};
+        float* const ys[] = {out, nullptr};
+        return gemv_q4_0_q8(ws, xq, n, ys, true, stream_);
+      }
+      return gemv_q4_0_split_swiglu(w_gate, w_up, x, n, out, stream_);
+    });
+  }
+  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulGateUp, [&]() -> Status {
+    NOVASERVE_RETURN_IF_ERROR(plain_matmul(w_gate, x, n, gate, mode));
+    return plain_matmul(w_up, x, n, up, mode);
+  }));
+  return swiglu(gate, up, n, w_gate.n_out, out);
+}
+
+Status GpuBackend::embed(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) {
+  return timed(ProfOp::kEmbed, [&] { return gpu::embed(table, ids, n, out, stream_); });
+}
+
+Status GpuBackend::gather_rows(const float* src, int64_t n_src, int64_t width, const int32_t* rows,
+                               int64_t n, float* out) {
+  // Gathering rows of an f32 matrix is the embedding lookup with an f32 table (exact copies).
+  const WeightMatrix table{src, GgmlType::kF32, width, n_src};
+  return timed(ProfOp::kOther, [&] { return gpu::embed(table, rows, n, out, stream_); });
+}
+
+Status GpuBackend::add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows,
+                                int64_t dim, float eps, float* out) {
+  return timed(ProfOp::kNorm,
+               [&] { return gpu::add_rms_norm(x, delta, w, n_rows, dim, eps, out, stream_); });
+}
+
+Status GpuBackend::add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) {
+  return timed(ProfOp::kOther, [&] { return gpu::add_bias(x, bias, n_rows, dim, stream_); });
+}
+
+Status GpuBackend::rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p,
+                              float* table) {
+  return timed(ProfOp::kRope, [&] { return gpu::rope_table(pos, n_rows, p, table, stream_); });
+}
+
+Status GpuBackend::rope(float* x, int64_t n_rows, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+                        RopeOrdering ordering, const float* table) {
+  return timed(ProfOp::kRope, [&] {
+    return gpu::rope(x, n_rows, n_heads, head_dim, n_rot, ordering, table, stream_);
+  });
+}
+
+Status GpuBackend::swiglu(const float* gate, const float* up, int64_t n_rows, int64_t dim,
+                          float* out) {
+  return timed(ProfOp::kSwiglu, [&] { return gpu::swiglu(gate, up, n_rows, dim, out, stream_); });
+}
+
+Status GpuBackend::argmax_rows(const float* logits, int64_t n_rows, int64_t n, int32_t* ids) {
+  return timed(ProfOp::kOther, [&] { return gpu::argmax_rows(logits, n_rows, n, ids, stream_); });
+}
+
+Status GpuBackend::reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape,
+                           int32_t block_size) {
+  return {};
+}
+
+Status GpuBackend::plan_attention(const AttentionStep& step) {
+  if (step.n_seqs < 1 || step.seqs == nullptr) {
+    return Err(ErrorCode::kInvalidInput, "GPU attention: a step needs at least one sequence");
+  }
+  set_planned_step(step);
+  pool_ = step.seqs[0].kv;
+  layer_stride_ = step.seqs[0].layer_stride;
+  decode_ = step.max_new == 1;
+  if (decode_) plan_ = decode_plan(in_.n_seqs(), step.shape);
+  return {};
+}
+
+PagedKvLayer GpuBackend::kv_layer(int64_t layer) const {
+  return PagedKvLayer{static_cast<uint8_t*>(pool_.k) + layer * layer_stride_,
+                      static_cast<uint8_t*>(pool_.v) + layer * layer_stride_, pool_.type,
+                      pool_.block_size};
+}
+
+Status GpuBackend::store(const float* k, const float* v, int64_t layer, const StoreKvRope* rope) {
+  return timed(ProfOp::kStoreKv, [&] {
+    return gpu::store_kv(k, v, in_.n_rows(), kv_layer(layer), in_.batch(), planned_step().shape,
+                         rope, stream_);
+  });
+}
+
+Status GpuBackend::store_kv(const float* k, const float* v, int64_t layer) {
+  return store(k, v, layer, nullptr);
+}
+
+Status GpuBackend::rope_store_kv(float* k, const float* v, int64_t layer, const float* table,
+                                 int32_t n_rot, RopeOrdering ordering) {
+  const StoreKvRope k_rope{table, n_rot, ordering};
+  return store(k, v, layer, &k_rope);
+}
+
+Status GpuBackend::attention(const float* q, int64_t layer, float* out) {
+  const AttentionShape& shape = planned_step().shape;
+  return timed(ProfOp::kAttention, [&] {
+    return decode_ ? decode_attention(q, kv_layer(layer), in_.batch(), shape, plan_,
+                                      attn_split_.get(), out, stream_)
+                   : prefill_attention(q, kv_layer(layer), in_.batch(), shape, in_.max_new(), out,
+                                       stream_);
+  });
+}
+
+}  // namespace novaserve::gpu
