@@ -57,8 +57,9 @@ void register_convert(CLI::App& app, int& exit_code) {
       "convert",
       "Convert a Hugging Face checkpoint directory (config.json, model.safetensors or\n"
       "sharded safetensors with model.safetensors.index.json, tokenizer.json,\n"
-      "tokenizer_config.json) of a Llama, Mistral or Qwen2 model to GGUF with llama.cpp's\n"
-      "tensor names and tokenizer metadata. Matrices get --type; norms and biases stay f32.\n"
+      "tokenizer_config.json) of a Llama, Mistral, Qwen2, Qwen3 or Phi-3 model to GGUF with\n"
+      "llama.cpp's tensor names and tokenizer metadata. Matrices get --type; norms and biases\n"
+      "stay f32.\n"
       "Exit status 2 on bad arguments or input files.");
   cmd->add_option("dir", o->dir, "Hugging Face checkpoint directory")->required();
   cmd->add_option("out", o->out, "output GGUF file")->required();

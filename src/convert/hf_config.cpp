@@ -1,9 +1,11 @@
 #include "convert/hf_config.h"
 
 #include <array>
+#include <initializer_list>
 
 #include "convert/gguf_writer.h"
 #include "convert/hf_json.h"
+#include "convert/hf_rope_config.h"
 
 namespace novaserve {
 namespace {
@@ -12,19 +14,27 @@ using Json = nlohmann::json;
 
 constexpr int64_t kMaxCount = int64_t{1} << 31;
 
+enum class Family { kLlama, kQwen2, kQwen3, kPhi3 };
+
 struct ArchInfo {
   std::string_view hf_arch;
   std::string_view model_type;
   std::string_view gguf_arch;
+  Family family;
   bool permute_qk;
   bool qkv_bias;
+  int64_t default_n_ctx;  // max_position_embeddings when absent
+  double default_eps;     // rms_norm_eps when absent
 };
 
 // Mistral's HF layout is Llama's; llama.cpp writes it as general.architecture "llama" too.
-constexpr std::array<ArchInfo, 3> kArchs = {{
-    {"LlamaForCausalLM", "llama", "llama", true, false},
-    {"MistralForCausalLM", "mistral", "llama", true, false},
-    {"Qwen2ForCausalLM", "qwen2", "qwen2", false, true},
+// Defaults: Qwen3Config and Phi3Config; the older rows keep the values they always had.
+constexpr std::array<ArchInfo, 5> kArchs = {{
+    {"LlamaForCausalLM", "llama", "llama", Family::kLlama, true, false, 2048, 1e-6},
+    {"MistralForCausalLM", "mistral", "llama", Family::kLlama, true, false, 2048, 1e-6},
+    {"Qwen2ForCausalLM", "qwen2", "qwen2", Family::kQwen2, false, true, 2048, 1e-6},
+    {"Qwen3ForCausalLM", "qwen3", "qwen3", Family::kQwen3, false, false, 32768, 1e-6},
+    {"Phi3ForCausalLM", "phi3", "phi3", Family::kPhi3, false, false, 4096, 1e-5},
 }};
 
 Result<const ArchInfo*> find_arch(const Json& j, const std::string& name) {
@@ -49,57 +59,44 @@ Result<const ArchInfo*> find_arch(const Json& j, const std::string& name) {
              name + ": unsupported " + what + " (supported: " + supported + ")");
 }
 
-Status parse_rope(const Json& j, const std::string& name, HfModelConfig& c) {
-  // transformers 5 moved rope_theta and the scaling settings into `rope_parameters`.
-  const Json* params = nullptr;
-  if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
-    params = &j["rope_scaling"];
-  } else if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
-    params = &j["rope_parameters"];
-  } else if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-    return Err(ErrorCode::kInvalidInput, name + ": 'rope_scaling' is not an object or null");
-  }
-  const Json& theta_src = j.contains("rope_theta") || params == nullptr ? j : *params;
-  auto theta = json_positive(theta_src, "rope_theta", name, 10000.0);
-  if (!theta.ok()) return theta.error();
-  c.rope_theta = *theta;
-  if (params == nullptr) return {};
-
-  std::string type = "default";
-  for (const char* key : {"rope_type", "type"}) {
-    if (params->contains(key) && (*params)[key].is_string()) {
-      type = (*params)[key].get<std::string>();
-      break;
+// Keys whose absence would leave a shape to a default that fits no real checkpoint.
+Status require_keys(const Json& j, const std::string& name, std::initializer_list<const char*> keys,
+                    std::string_view why) {
+  for (const char* key : keys) {
+    if (!j.contains(key) || j[key].is_null()) {
+      return Err(ErrorCode::kNotFound,
+                 name + ": missing key '" + key + "' (" + std::string(why) + ")");
     }
   }
-  const std::string where = name + " rope scaling";
-  RopeScaling& s = c.rope_scaling;
-  if (type == "default") return {};
-  if (type != "linear" && type != "llama3") {
-    return Err(ErrorCode::kUnsupported, name + ": rope scaling type '" + type +
-                                            "' is not supported (supported: default, linear, "
-                                            "llama3)");
+  return {};
+}
+
+Status check_unsupported_features(const Json& j, const std::string& name, const ArchInfo& arch) {
+  if (j.contains("hidden_act") && j["hidden_act"] != "silu") {
+    return Err(ErrorCode::kUnsupported,
+               name + ": hidden_act " + j["hidden_act"].dump() + " is not supported (silu)");
   }
-  auto factor = json_positive(*params, "factor", where);
-  if (!factor.ok()) return factor.error();
-  s.factor = static_cast<float>(*factor);
-  if (type == "linear") {
-    s.type = s.factor == 1.0f ? RopeScalingType::kNone : RopeScalingType::kLinear;
-    return {};
+  if (arch.family == Family::kLlama || arch.family == Family::kQwen3) {
+    // No bias tensors in these forwards (nor in llama.cpp's converter for these classes).
+    for (const char* key : {"attention_bias", "mlp_bias"}) {
+      auto bias = json_bool(j, key, name, false);
+      if (!bias.ok()) return bias.error();
+      if (*bias) {
+        return Err(ErrorCode::kUnsupported, name + ": '" + key + "' = true is not supported for " +
+                                                std::string(arch.hf_arch));
+      }
+    }
   }
-  auto low = json_positive(*params, "low_freq_factor", where);
-  if (!low.ok()) return low.error();
-  auto high = json_positive(*params, "high_freq_factor", where);
-  if (!high.ok()) return high.error();
-  auto orig = json_int(*params, "original_max_position_embeddings", where, 1, kMaxCount);
-  if (!orig.ok()) return orig.error();
-  if (*high <= *low) {
-    return Err(ErrorCode::kInvalidInput, where + ": high_freq_factor must exceed low_freq_factor");
+  if (arch.family == Family::kQwen2 || arch.family == Family::kQwen3) {
+    auto sliding = json_bool(j, "use_sliding_window", name, false);
+    if (!sliding.ok()) return sliding.error();
+    if (*sliding) {
+      return Err(ErrorCode::kUnsupported,
+                 name +
+                     ": use_sliding_window = true is not supported (no sliding-window "
+                     "attention)");
+    }
   }
-  s.type = RopeScalingType::kLlama3;
-  s.low_freq_factor = static_cast<float>(*low);
-  s.high_freq_factor = static_cast<float>(*high);
-  s.original_context = *orig;
   return {};
 }
 
@@ -112,11 +109,19 @@ Result<HfModelConfig> parse_hf_config(std::string_view json_text, const std::str
   if (!j.is_object()) return Err(ErrorCode::kInvalidInput, name + ": not a JSON object");
   auto arch = find_arch(j, name);
   if (!arch.ok()) return arch.error();
+  const ArchInfo& info = **arch;
   HfModelConfig c;
-  c.hf_arch = std::string((*arch)->hf_arch);
-  c.gguf_arch = std::string((*arch)->gguf_arch);
-  c.permute_qk = (*arch)->permute_qk;
-  c.qkv_bias = (*arch)->qkv_bias;
+  c.hf_arch = std::string(info.hf_arch);
+  c.gguf_arch = std::string(info.gguf_arch);
+  c.permute_qk = info.permute_qk;
+  c.qkv_bias = info.qkv_bias;
+  c.qk_norm = info.family == Family::kQwen3;
+  c.fused_qkv = info.family == Family::kPhi3;
+  c.head_lengths_always = info.family == Family::kQwen3;
+  if (info.family == Family::kQwen3) {
+    NOVASERVE_RETURN_IF_ERROR(require_keys(j, name, {"head_dim", "num_key_value_heads"},
+                                           "Qwen3Config's defaults fit no particular checkpoint"));
+  }
 
   struct Count {
     const char* key;
@@ -130,7 +135,7 @@ Result<HfModelConfig> parse_hf_config(std::string_view json_text, const std::str
     if (!v.ok()) return v.error();
     *k.out = *v;
   }
-  auto n_ctx = json_int(j, "max_position_embeddings", name, 1, kMaxCount, 2048);
+  auto n_ctx = json_int(j, "max_position_embeddings", name, 1, kMaxCount, info.default_n_ctx);
   if (!n_ctx.ok()) return n_ctx.error();
   c.n_ctx = *n_ctx;
   auto n_head_kv = json_int(j, "num_key_value_heads", name, 1, c.n_head, c.n_head);
@@ -155,38 +160,15 @@ Result<HfModelConfig> parse_hf_config(std::string_view json_text, const std::str
                                              " must be even (RoPE rotates pairs)");
   }
   c.head_dim = *head_dim;
-  auto eps = json_positive(j, "rms_norm_eps", name, 1e-6);
+  auto eps = json_positive(j, "rms_norm_eps", name, info.default_eps);
   if (!eps.ok()) return eps.error();
   c.rms_eps = *eps;
   auto tied = json_bool(j, "tie_word_embeddings", name, false);
   if (!tied.ok()) return tied.error();
   c.tied_embeddings = *tied;
 
-  if (j.contains("hidden_act") && j["hidden_act"] != "silu") {
-    return Err(ErrorCode::kUnsupported,
-               name + ": hidden_act " + j["hidden_act"].dump() + " is not supported (silu)");
-  }
-  if (c.gguf_arch == "llama") {
-    // Our llama forward (and llama.cpp's converter for this class) has no bias tensors.
-    for (const char* key : {"attention_bias", "mlp_bias"}) {
-      auto bias = json_bool(j, key, name, false);
-      if (!bias.ok()) return bias.error();
-      if (*bias) {
-        return Err(ErrorCode::kUnsupported,
-                   name + ": '" + key + "' = true is not supported for " + c.hf_arch);
-      }
-    }
-  } else {
-    auto sliding = json_bool(j, "use_sliding_window", name, false);
-    if (!sliding.ok()) return sliding.error();
-    if (*sliding) {
-      return Err(ErrorCode::kUnsupported,
-                 name +
-                     ": use_sliding_window = true is not supported (no sliding-window "
-                     "attention)");
-    }
-  }
-  NOVASERVE_RETURN_IF_ERROR(parse_rope(j, name, c));
+  NOVASERVE_RETURN_IF_ERROR(check_unsupported_features(j, name, info));
+  NOVASERVE_RETURN_IF_ERROR(parse_hf_rope(j, name, c));
   return c;
 }
 
@@ -204,9 +186,9 @@ std::vector<GgufKv> hf_config_gguf_kvs(const HfModelConfig& c) {
       {a + ".attention.head_count_kv", u32(c.n_head_kv)},
       {a + ".rope.freq_base", gguf_f32(static_cast<float>(c.rope_theta))},
       {a + ".attention.layer_norm_rms_epsilon", gguf_f32(static_cast<float>(c.rms_eps))},
-      {a + ".rope.dimension_count", u32(c.head_dim)},
+      {a + ".rope.dimension_count", u32(c.n_rot)},
   };
-  if (c.head_dim * c.n_head != c.n_embd) {
+  if (c.head_lengths_always || c.head_dim * c.n_head != c.n_embd) {
     kvs.push_back({a + ".attention.key_length", u32(c.head_dim)});
     kvs.push_back({a + ".attention.value_length", u32(c.head_dim)});
   }
@@ -214,16 +196,15 @@ std::vector<GgufKv> hf_config_gguf_kvs(const HfModelConfig& c) {
     kvs.push_back({a + ".rope.scaling.type", gguf_string("linear")});
     kvs.push_back({a + ".rope.scaling.factor", gguf_f32(c.rope_scaling.factor)});
   }
+  if (c.n_ctx_orig > 0) {
+    kvs.push_back({a + ".rope.scaling.original_context_length", u32(c.n_ctx_orig)});
+  }
+  if (c.longrope) {
+    kvs.push_back({a + ".rope.scaling.type", gguf_string("longrope")});
+    kvs.push_back(
+        {a + ".rope.scaling.attn_factor", gguf_f32(static_cast<float>(c.longrope->attn_factor))});
+  }
   return kvs;
-}
-
-std::vector<float> hf_rope_freq_factors(const HfModelConfig& c) {
-  if (c.rope_scaling.type != RopeScalingType::kLlama3) return {};
-  ModelConfig m;
-  m.n_rot = c.head_dim;
-  m.rope_freq_base = static_cast<float>(c.rope_theta);
-  m.rope_scaling = c.rope_scaling;
-  return llama3_rope_freq_factors(m);
 }
 
 }  // namespace novaserve

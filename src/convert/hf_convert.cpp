@@ -10,6 +10,7 @@
 #include "convert/hf_checkpoint.h"
 #include "convert/hf_config.h"
 #include "convert/hf_json.h"
+#include "convert/hf_rope_config.h"
 #include "convert/hf_tensor_convert.h"
 #include "convert/hf_tensor_names.h"
 #include "convert/hf_tokenizer.h"
@@ -20,11 +21,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// One output tensor: either an HF tensor (source set) or the generated rope_freqs.
+// One output tensor: either an HF tensor (source set) or a generated RoPE tensor.
 struct PlannedTensor {
   HfTensorTarget target;
   const HfTensorRef* source = nullptr;
-  std::vector<float> generated;  // rope_freqs values when source is null
+  std::vector<float> generated;  // hf_rope_tensors() values when source is null
   GgmlType out_type = GgmlType::kF32;
 };
 
@@ -69,10 +70,10 @@ Result<std::vector<PlannedTensor>> plan_tensors(const HfCheckpoint& ckpt, const 
       return Err(ErrorCode::kNotFound, "the checkpoint has no tensor '" + name + "'");
     }
   }
-  std::vector<float> freqs = hf_rope_freq_factors(c);
-  if (!freqs.empty()) {
-    HfTensorTarget t{"rope_freqs.weight", {freqs.size()}, false, QkPermute::kNone, 1};
-    plan.push_back({t, nullptr, std::move(freqs), GgmlType::kF32});
+  uint64_t order = 1;  // after token_embd, before the blocks (below kBlockOrderBase)
+  for (HfGeneratedTensor& g : hf_rope_tensors(c)) {
+    HfTensorTarget t{g.name, {g.values.size()}, false, QkPermute::kNone, order++};
+    plan.push_back({t, nullptr, std::move(g.values), GgmlType::kF32});
   }
   std::sort(plan.begin(), plan.end(), [](const PlannedTensor& a, const PlannedTensor& b) {
     return a.target.order < b.target.order;

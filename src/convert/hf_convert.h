@@ -1,4 +1,5 @@
-// `novaserve convert`: a Hugging Face Llama-family checkpoint directory (config.json,
+// `novaserve convert`: a Hugging Face Llama-family checkpoint directory (Llama, Mistral, Qwen2,
+// Qwen3, Phi-3; config.json,
 // safetensors weights, tokenizer files) -> one GGUF file with llama.cpp's tensor names and
 // metadata keys, loadable by llama.cpp and by our own loader.
 #pragma once
@@ -33,8 +34,9 @@ struct HfConvertResult {
 /// Metadata: general.architecture, general.name (the directory's name), general.file_type
 /// (llama.cpp's ftype of matrix_type), general.quantization_version, the hyperparameters of
 /// hf_config_gguf_kvs() and the tokenizer keys of convert_hf_tokenizer(). Tensors: every HF
-/// tensor mapped by map_hf_tensor(), plus rope_freqs.weight for llama3 RoPE scaling, in the
-/// order token_embd, rope_freqs, blk.0 .. blk.N-1, output_norm, output. HF [out, in] matrices
+/// tensor mapped by map_hf_tensor(), plus the generated RoPE tensors of hf_rope_tensors()
+/// (rope_freqs.weight for llama3 scaling, rope_factors_long/short.weight for LongRoPE), in the
+/// order token_embd, RoPE tensors, blk.0 .. blk.N-1, output_norm, output. HF [out, in] matrices
 /// become GGUF dims {in, out} with the same bytes per row; llama Q/K rows are permuted
 /// (qk_source_row).
 ///

@@ -9,30 +9,75 @@ namespace {
 constexpr std::string_view kLayerPrefix = "model.layers.";
 
 // Per-block tensors: HF suffix, GGUF suffix, and the shape and role they take.
-enum class Shape { kQ, kKv, kO, kGateUp, kDown, kNorm, kQBias, kKvBias };
+enum class Shape {
+  kQ,
+  kKv,
+  kO,
+  kGateUp,
+  kDown,
+  kNorm,
+  kQBias,
+  kKvBias,
+  kHeadNorm,
+  kQkv,
+  kGateUpFused
+};
+
+// Which configs have a tensor.
+enum class Needs {
+  kAlways,
+  kSplit,   // separate q/k/v and gate/up projections (every architecture but phi3)
+  kBias,    // q/k/v biases (qwen2)
+  kQkNorm,  // per-head q/k RMSNorm weights (qwen3)
+  kFused,   // phi3's qkv_proj and gate_up_proj
+};
 
 struct BlockTensor {
   std::string_view hf;
   std::string_view gguf;
   Shape shape;
   QkPermute permute;
-  bool bias;  // present only when the config has q/k/v biases
+  Needs needs;
 };
 
-constexpr std::array<BlockTensor, 12> kBlockTensors = {{
-    {"input_layernorm.weight", "attn_norm.weight", Shape::kNorm, QkPermute::kNone, false},
-    {"self_attn.q_proj.weight", "attn_q.weight", Shape::kQ, QkPermute::kHeads, false},
-    {"self_attn.q_proj.bias", "attn_q.bias", Shape::kQBias, QkPermute::kNone, true},
-    {"self_attn.k_proj.weight", "attn_k.weight", Shape::kKv, QkPermute::kHeads, false},
-    {"self_attn.k_proj.bias", "attn_k.bias", Shape::kKvBias, QkPermute::kNone, true},
-    {"self_attn.v_proj.weight", "attn_v.weight", Shape::kKv, QkPermute::kNone, false},
-    {"self_attn.v_proj.bias", "attn_v.bias", Shape::kKvBias, QkPermute::kNone, true},
-    {"self_attn.o_proj.weight", "attn_output.weight", Shape::kO, QkPermute::kNone, false},
-    {"post_attention_layernorm.weight", "ffn_norm.weight", Shape::kNorm, QkPermute::kNone, false},
-    {"mlp.gate_proj.weight", "ffn_gate.weight", Shape::kGateUp, QkPermute::kNone, false},
-    {"mlp.up_proj.weight", "ffn_up.weight", Shape::kGateUp, QkPermute::kNone, false},
-    {"mlp.down_proj.weight", "ffn_down.weight", Shape::kDown, QkPermute::kNone, false},
+constexpr std::array<BlockTensor, 16> kBlockTensors = {{
+    {"input_layernorm.weight", "attn_norm.weight", Shape::kNorm, QkPermute::kNone, Needs::kAlways},
+    {"self_attn.q_proj.weight", "attn_q.weight", Shape::kQ, QkPermute::kHeads, Needs::kSplit},
+    {"self_attn.q_proj.bias", "attn_q.bias", Shape::kQBias, QkPermute::kNone, Needs::kBias},
+    {"self_attn.k_proj.weight", "attn_k.weight", Shape::kKv, QkPermute::kHeads, Needs::kSplit},
+    {"self_attn.k_proj.bias", "attn_k.bias", Shape::kKvBias, QkPermute::kNone, Needs::kBias},
+    {"self_attn.v_proj.weight", "attn_v.weight", Shape::kKv, QkPermute::kNone, Needs::kSplit},
+    {"self_attn.v_proj.bias", "attn_v.bias", Shape::kKvBias, QkPermute::kNone, Needs::kBias},
+    {"self_attn.qkv_proj.weight", "attn_qkv.weight", Shape::kQkv, QkPermute::kNone, Needs::kFused},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight", Shape::kHeadNorm, QkPermute::kNone,
+     Needs::kQkNorm},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight", Shape::kHeadNorm, QkPermute::kNone,
+     Needs::kQkNorm},
+    {"self_attn.o_proj.weight", "attn_output.weight", Shape::kO, QkPermute::kNone, Needs::kAlways},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", Shape::kNorm, QkPermute::kNone,
+     Needs::kAlways},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", Shape::kGateUp, QkPermute::kNone, Needs::kSplit},
+    {"mlp.up_proj.weight", "ffn_up.weight", Shape::kGateUp, QkPermute::kNone, Needs::kSplit},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight", Shape::kGateUpFused, QkPermute::kNone,
+     Needs::kFused},
+    {"mlp.down_proj.weight", "ffn_down.weight", Shape::kDown, QkPermute::kNone, Needs::kAlways},
 }};
+
+bool has(const BlockTensor& b, const HfModelConfig& c) {
+  switch (b.needs) {
+    case Needs::kAlways:
+      return true;
+    case Needs::kSplit:
+      return !c.fused_qkv;
+    case Needs::kBias:
+      return c.qkv_bias;
+    case Needs::kQkNorm:
+      return c.qk_norm;
+    case Needs::kFused:
+      return c.fused_qkv;
+  }
+  return false;
+}
 
 // Output order: token_embd first, blocks in between, output_norm and output last (the order
 // llama.cpp's converter writes).
@@ -58,6 +103,12 @@ std::vector<uint64_t> shape_of(Shape s, const HfModelConfig& c) {
       return {u(c.q_dim())};
     case Shape::kKvBias:
       return {u(c.kv_dim())};
+    case Shape::kHeadNorm:
+      return {u(c.head_dim)};
+    case Shape::kQkv:
+      return {u(c.q_dim() + 2 * c.kv_dim()), u(c.n_embd)};
+    case Shape::kGateUpFused:
+      return {u(2 * c.n_ff), u(c.n_embd)};
   }
   return {};
 }
@@ -104,7 +155,7 @@ Result<std::optional<HfTensorTarget>> map_hf_tensor(std::string_view name, const
   for (size_t i = 0; i < kBlockTensors.size(); ++i) {
     const BlockTensor& b = kBlockTensors[i];
     if (suffix != b.hf) continue;
-    if (b.bias && !c.qkv_bias) return unknown(name, c);
+    if (!has(b, c)) return unknown(name, c);
     if (layer >= static_cast<uint64_t>(c.n_layer)) {
       return Err(ErrorCode::kInvalidInput,
                  "tensor '" + std::string(name) + "' belongs to block " + std::to_string(layer) +
@@ -126,7 +177,7 @@ std::vector<std::string> required_hf_tensors(const HfModelConfig& c) {
   if (!c.tied_embeddings) names.push_back("lm_head.weight");
   for (int64_t il = 0; il < c.n_layer; ++il) {
     for (const BlockTensor& b : kBlockTensors) {
-      if (b.bias && !c.qkv_bias) continue;
+      if (!has(b, c)) continue;
       names.push_back(std::string(kLayerPrefix) + std::to_string(il) + "." + std::string(b.hf));
     }
   }

@@ -1,5 +1,5 @@
-// Hugging Face Llama-family tensor names -> GGUF tensor names (the names llama.cpp's llama and
-// qwen2 architectures load, as src/model/model_weights.cpp does).
+// Hugging Face Llama-family tensor names -> GGUF tensor names (the names llama.cpp's llama,
+// qwen2, qwen3 and phi3 architectures load).
 #pragma once
 
 #include <cstdint>
@@ -38,7 +38,11 @@ struct HfTensorTarget {
 ///   input_layernorm -> blk.N.attn_norm, self_attn.{q,k,v,o}_proj -> blk.N.attn_{q,k,v,output},
 ///   post_attention_layernorm -> blk.N.ffn_norm, mlp.{gate,up,down}_proj ->
 ///   blk.N.ffn_{gate,up,down}
-///   (".weight"; qwen2 also self_attn.{q,k,v}_proj.bias -> blk.N.attn_{q,k,v}.bias).
+///   (".weight"; qwen2 also self_attn.{q,k,v}_proj.bias -> blk.N.attn_{q,k,v}.bias; qwen3 also
+///   self_attn.{q,k}_norm -> blk.N.attn_{q,k}_norm, shape [head_dim]). phi3 has fused matrices
+///   instead of the q/k/v and gate/up ones: self_attn.qkv_proj -> blk.N.attn_qkv
+///   ([q_dim + 2 kv_dim, n_embd]: q, k, v rows) and mlp.gate_up_proj -> blk.N.ffn_up
+///   ([2 n_ff, n_embd]: gate rows, then up rows), copied as they are (no split, no permutation).
 /// Returns nullopt for tensors that are dropped: rotary_emb.inv_freq buffers (recomputed from
 /// rope_theta) and lm_head.weight of a tied model.
 /// Errors: kUnsupported naming a tensor that is not part of the architecture; kInvalidInput
@@ -46,8 +50,8 @@ struct HfTensorTarget {
 Result<std::optional<HfTensorTarget>> map_hf_tensor(std::string_view hf_name,
                                                     const HfModelConfig& config);
 
-/// Every HF tensor name the config requires (biases for qwen2, lm_head unless tied), so that a
-/// missing one can be named.
+/// Every HF tensor name the config requires (biases for qwen2, q/k norms for qwen3, the fused
+/// matrices for phi3, lm_head unless tied), so that a missing one can be named.
 std::vector<std::string> required_hf_tensors(const HfModelConfig& config);
 
 }  // namespace novaserve

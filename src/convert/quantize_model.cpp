@@ -20,9 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::array<std::string_view, 11> kClassOrder = {
-    "token_embd", "attn_q",   "attn_k", "attn_v", "attn_output", "ffn_gate",
-    "ffn_up",     "ffn_down", "output", "norm",   "other"};
+constexpr std::array<std::string_view, 12> kClassOrder = {
+    "token_embd", "attn_q", "attn_k",   "attn_v", "attn_qkv", "attn_output",
+    "ffn_gate",   "ffn_up", "ffn_down", "output", "norm",     "other"};
 
 // f32 values per conversion task: large enough to amortize the hand-off, small enough that
 // per-thread scratch stays at a few hundred KB.
@@ -105,8 +105,8 @@ std::string_view tensor_class(std::string_view name) {
   if (name.starts_with("output.")) return "output";
   if (name.find("norm") != std::string_view::npos) return "norm";
   // Matrices only: biases (attn_q.bias, ...) count as "other".
-  for (std::string_view c :
-       {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
+  for (std::string_view c : {"attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "ffn_gate",
+                             "ffn_up", "ffn_down"}) {
     const size_t at = name.find(c);
     if (at != std::string_view::npos && name.substr(at + c.size()) == ".weight") return c;
   }

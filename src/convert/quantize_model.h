@@ -16,8 +16,8 @@
 namespace novaserve {
 
 /// Summary class of a tensor by its GGUF name: "token_embd", "attn_q", "attn_k", "attn_v",
-/// "attn_output", "ffn_gate", "ffn_up", "ffn_down", "output", "norm" (any "*norm*" tensor),
-/// or "other" (biases, rope_freqs, ...).
+/// "attn_qkv" (phi3's fused matrix), "attn_output", "ffn_gate", "ffn_up", "ffn_down", "output",
+/// "norm" (any "*norm*" tensor), or "other" (biases, rope_freqs, rope_factors_*, ...).
 std::string_view tensor_class(std::string_view name);
 
 /// What happens to one tensor.

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "convert/gguf_writer.h"
+#include "convert/hf_rope_config.h"
 #include "gguf/gguf_file.h"
 
 namespace novaserve {
@@ -245,6 +247,155 @@ TEST(HfConfigTest, RejectsInconsistentOrMalformedValues) {
   auto array = parse_hf_config("[1]", "config.json");
   ASSERT_FALSE(array.ok());
   EXPECT_EQ(array.error().code, ErrorCode::kInvalidInput);
+}
+
+// The keys written, by name (a key written twice is a test failure).
+std::map<std::string, GgufValue> kv_map(const HfModelConfig& c) {
+  std::map<std::string, GgufValue> m;
+  for (const auto& kv : hf_config_gguf_kvs(c))
+    EXPECT_TRUE(m.emplace(kv.key, kv.value).second) << kv.key;
+  return m;
+}
+
+Json qwen3_config() {
+  Json j = llama_config();
+  j["architectures"] = {"Qwen3ForCausalLM"};
+  j["model_type"] = "qwen3";
+  j["num_attention_heads"] = 8;
+  j["head_dim"] = 16;  // 8 x 16 = 128 != hidden 64, as in Qwen3 checkpoints
+  j["use_sliding_window"] = false;
+  j["sliding_window"] = nullptr;
+  j["attention_bias"] = false;
+  return j;
+}
+
+TEST(HfConfigTest, Qwen3HasQkNormsNeoxOrderAndHeadLengths) {
+  auto c = parse(qwen3_config());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->gguf_arch, "qwen3");
+  EXPECT_FALSE(c->permute_qk);
+  EXPECT_FALSE(c->qkv_bias);
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_FALSE(c->fused_qkv);
+  EXPECT_EQ(c->q_dim(), 128);
+  const auto kvs = kv_map(*c);
+  EXPECT_EQ(kvs.at("general.architecture").as_string(), "qwen3");
+  EXPECT_EQ(kvs.at("qwen3.embedding_length").as_int(), 64);
+  EXPECT_EQ(kvs.at("qwen3.attention.head_count").as_int(), 8);
+  EXPECT_EQ(kvs.at("qwen3.attention.head_count_kv").as_int(), 2);
+  EXPECT_EQ(kvs.at("qwen3.attention.key_length").as_int(), 16);
+  EXPECT_EQ(kvs.at("qwen3.attention.value_length").as_int(), 16);
+  EXPECT_EQ(kvs.at("qwen3.rope.dimension_count").as_int(), 16);
+  EXPECT_EQ(kvs.at("qwen3.context_length").as_int(), 512);
+  EXPECT_DOUBLE_EQ(kvs.at("qwen3.rope.freq_base").as_double(), 500000.0);
+  EXPECT_EQ(kvs.count("qwen3.rope.scaling.type"), 0u);
+
+  // key_length is written even when head_dim happens to equal hidden / heads.
+  Json even = qwen3_config();
+  even["num_attention_heads"] = 4;
+  auto e = parse(even);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(kv_map(*e).at("qwen3.attention.key_length").as_int(), 16);
+}
+
+TEST(HfConfigTest, Qwen3DefaultsAndRejections) {
+  Json j = qwen3_config();
+  j.erase("max_position_embeddings");
+  j.erase("rms_norm_eps");
+  auto c = parse(j);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->n_ctx, 32768);  // Qwen3Config's default
+  EXPECT_DOUBLE_EQ(c->rms_eps, 1e-6);
+  for (const char* key : {"head_dim", "num_key_value_heads"}) {
+    Json missing = qwen3_config();
+    missing.erase(key);
+    expect_error(missing, ErrorCode::kNotFound, std::string("missing key '") + key + "'");
+  }
+  Json bias = qwen3_config();
+  bias["attention_bias"] = true;
+  expect_error(bias, ErrorCode::kUnsupported, "'attention_bias' = true is not supported");
+  Json sliding = qwen3_config();
+  sliding["use_sliding_window"] = true;
+  expect_error(sliding, ErrorCode::kUnsupported, "use_sliding_window");
+  Json yarn = qwen3_config();
+  yarn["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  expect_error(yarn, ErrorCode::kUnsupported, "'yarn'");
+  Json longrope = qwen3_config();
+  longrope["rope_scaling"] = {{"rope_type", "longrope"}};
+  expect_error(longrope, ErrorCode::kUnsupported, "'longrope' is not supported");
+  Json by_type = qwen3_config();
+  by_type.erase("architectures");
+  auto t = parse(by_type);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->hf_arch, "Qwen3ForCausalLM");
+}
+
+Json phi3_config() {
+  return {{"architectures", {"Phi3ForCausalLM"}},
+          {"model_type", "phi3"},
+          {"hidden_size", 64},
+          {"intermediate_size", 96},
+          {"num_hidden_layers", 2},
+          {"num_attention_heads", 4},
+          {"num_key_value_heads", 2},
+          {"max_position_embeddings", 4096},
+          {"original_max_position_embeddings", 4096},
+          {"rms_norm_eps", 1e-5},
+          {"rope_theta", 10000.0},
+          {"rope_scaling", nullptr},
+          {"sliding_window", 2047},
+          {"vocab_size", 40},
+          {"tie_word_embeddings", false},
+          {"hidden_act", "silu"}};
+}
+
+TEST(HfConfigTest, Phi3HasFusedMatricesAndOriginalContext) {
+  auto c = parse(phi3_config());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->gguf_arch, "phi3");
+  EXPECT_FALSE(c->permute_qk);
+  EXPECT_TRUE(c->fused_qkv);
+  EXPECT_FALSE(c->qk_norm);
+  EXPECT_FALSE(c->longrope.has_value());
+  const auto kvs = kv_map(*c);
+  EXPECT_EQ(kvs.at("general.architecture").as_string(), "phi3");
+  EXPECT_EQ(kvs.at("phi3.context_length").as_int(), 4096);
+  EXPECT_EQ(kvs.at("phi3.feed_forward_length").as_int(), 96);
+  EXPECT_EQ(kvs.at("phi3.rope.dimension_count").as_int(), 16);
+  EXPECT_EQ(kvs.at("phi3.rope.scaling.original_context_length").as_int(), 4096);
+  EXPECT_FLOAT_EQ(static_cast<float>(kvs.at("phi3.attention.layer_norm_rms_epsilon").as_double()),
+                  1e-5f);
+  EXPECT_EQ(kvs.count("phi3.attention.key_length"), 0u);  // head_dim == hidden / heads
+  EXPECT_EQ(kvs.count("phi3.rope.scaling.type"), 0u);
+  EXPECT_EQ(kvs.count("phi3.rope.scaling.attn_factor"), 0u);
+
+  // Phi3Config's defaults; no original context key without original_max_position_embeddings.
+  Json j = phi3_config();
+  for (const char* key : {"max_position_embeddings", "original_max_position_embeddings",
+                          "rms_norm_eps", "sliding_window"}) {
+    j.erase(key);
+  }
+  auto d = parse(j);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->n_ctx, 4096);
+  EXPECT_DOUBLE_EQ(d->rms_eps, 1e-5);
+  EXPECT_EQ(d->n_ctx_orig, 0);
+  EXPECT_EQ(kv_map(*d).count("phi3.rope.scaling.original_context_length"), 0u);
+}
+
+TEST(HfConfigTest, Phi3PartialRotaryFactorSetsDimensionCount) {
+  Json j = phi3_config();
+  j["partial_rotary_factor"] = 0.75;  // as in Phi-4-mini
+  auto c = parse(j);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->n_rot, 12);
+  EXPECT_EQ(kv_map(*c).at("phi3.rope.dimension_count").as_int(), 12);
+  j["partial_rotary_factor"] = 0.5625;  // 16 x 0.5625 = 9: odd
+  expect_error(j, ErrorCode::kInvalidInput, "rotated dimensions");
+  j["partial_rotary_factor"] = 1.5;
+  expect_error(j, ErrorCode::kInvalidInput, "exceeds 1");
+  j["partial_rotary_factor"] = 0;
+  expect_error(j, ErrorCode::kInvalidInput, "partial_rotary_factor");
 }
 
 }  // namespace

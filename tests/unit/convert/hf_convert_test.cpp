@@ -14,6 +14,7 @@
 #include "../gguf/safetensors_test_writer.h"
 #include "backend/cpu/cpu_backend.h"
 #include "convert/hf_config.h"
+#include "convert/hf_rope_config.h"
 #include "convert/hf_tensor_convert.h"
 #include "gguf/gguf_file.h"
 #include "model/llama_model.h"

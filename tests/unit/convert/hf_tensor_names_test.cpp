@@ -166,5 +166,70 @@ TEST(HfTensorNamesTest, OrderPutsEmbeddingFirstBlocksInOrderAndHeadLast) {
   EXPECT_LT(norm, head);
 }
 
+// Qwen3: q/k norms of [head_dim], head_dim independent of n_embd (8 heads x 16 != 64), no biases.
+TEST(HfTensorNamesTest, Qwen3HasPerHeadQkNormsAndNoBiases) {
+  HfModelConfig c = config();
+  c.hf_arch = "Qwen3ForCausalLM";
+  c.gguf_arch = "qwen3";
+  c.permute_qk = false;
+  c.qk_norm = true;
+  c.n_head = 8;
+  const HfTensorTarget qn = mapped("model.layers.1.self_attn.q_norm.weight", c);
+  EXPECT_EQ(qn.gguf_name, "blk.1.attn_q_norm.weight");
+  EXPECT_EQ(qn.hf_shape, std::vector<uint64_t>{16});
+  EXPECT_FALSE(qn.is_matrix);
+  EXPECT_EQ(mapped("model.layers.1.self_attn.k_norm.weight", c).gguf_name,
+            "blk.1.attn_k_norm.weight");
+  const HfTensorTarget q = mapped("model.layers.0.self_attn.q_proj.weight", c);
+  EXPECT_EQ(q.hf_shape, (std::vector<uint64_t>{128, 64}));
+  EXPECT_EQ(q.permute, QkPermute::kNone);
+  EXPECT_EQ(mapped("model.layers.0.self_attn.o_proj.weight", c).hf_shape,
+            (std::vector<uint64_t>{64, 128}));
+  EXPECT_FALSE(map_hf_tensor("model.layers.0.self_attn.q_proj.bias", c).ok());
+  EXPECT_FALSE(map_hf_tensor("model.layers.0.self_attn.qkv_proj.weight", c).ok());
+  const auto names = required_hf_tensors(c);
+  EXPECT_EQ(names.size(), 3u + 3u * 11u);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "model.layers.2.self_attn.k_norm.weight"), 1);
+  // Without qk_norm (llama) the norms are unknown tensors.
+  EXPECT_FALSE(map_hf_tensor("model.layers.0.self_attn.q_norm.weight", config()).ok());
+}
+
+// Phi-3: fused qkv_proj and gate_up_proj, copied whole (no split, no permutation).
+TEST(HfTensorNamesTest, Phi3HasFusedQkvAndGateUp) {
+  HfModelConfig c = config();
+  c.hf_arch = "Phi3ForCausalLM";
+  c.gguf_arch = "phi3";
+  c.permute_qk = false;
+  c.fused_qkv = true;
+  const HfTensorTarget qkv = mapped("model.layers.2.self_attn.qkv_proj.weight", c);
+  EXPECT_EQ(qkv.gguf_name, "blk.2.attn_qkv.weight");
+  EXPECT_EQ(qkv.hf_shape, (std::vector<uint64_t>{64 + 2 * 32, 64}));
+  EXPECT_TRUE(qkv.is_matrix);
+  EXPECT_EQ(qkv.permute, QkPermute::kNone);
+  const HfTensorTarget up = mapped("model.layers.2.mlp.gate_up_proj.weight", c);
+  EXPECT_EQ(up.gguf_name, "blk.2.ffn_up.weight");
+  EXPECT_EQ(up.hf_shape, (std::vector<uint64_t>{2 * 96, 64}));
+  EXPECT_EQ(mapped("model.layers.2.mlp.down_proj.weight", c).hf_shape,
+            (std::vector<uint64_t>{64, 96}));
+  EXPECT_EQ(mapped("model.layers.2.self_attn.o_proj.weight", c).gguf_name,
+            "blk.2.attn_output.weight");
+  for (const char* name :
+       {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.v_proj.weight",
+        "model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight",
+        "model.layers.0.self_attn.q_norm.weight"}) {
+    auto r = map_hf_tensor(name, c);
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_EQ(r.error().code, ErrorCode::kUnsupported) << name;
+    EXPECT_NE(r.error().message.find("Phi3ForCausalLM"), std::string::npos) << r.error().message;
+  }
+  const auto names = required_hf_tensors(c);
+  EXPECT_EQ(names.size(), 3u + 3u * 6u);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "model.layers.1.mlp.gate_up_proj.weight"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "model.layers.1.mlp.up_proj.weight"), 0);
+  // The fused names are unknown to the architectures with separate matrices.
+  EXPECT_FALSE(map_hf_tensor("model.layers.0.self_attn.qkv_proj.weight", config()).ok());
+  EXPECT_FALSE(map_hf_tensor("model.layers.0.mlp.gate_up_proj.weight", config()).ok());
+}
+
 }  // namespace
 }  // namespace novaserve

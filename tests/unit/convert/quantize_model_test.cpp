@@ -219,6 +219,9 @@ TEST_F(QuantizeModelTest, SummaryByClass) {
   EXPECT_EQ(classes[0].out_types, "q8_0");
   EXPECT_EQ(tensor_class("blk.7.attn_output.weight"), "attn_output");
   EXPECT_EQ(tensor_class("blk.7.attn_q.bias"), "other");
+  EXPECT_EQ(tensor_class("blk.7.attn_qkv.weight"), "attn_qkv");  // phi3
+  EXPECT_EQ(tensor_class("blk.7.attn_q_norm.weight"), "norm");   // qwen3
+  EXPECT_EQ(tensor_class("rope_factors_long.weight"), "other");
   EXPECT_EQ(tensor_class("output_norm.weight"), "norm");
   EXPECT_EQ(tensor_class("output.weight"), "output");
 }
