@@ -41,9 +41,11 @@
 # --ab OLD_BIN  A/B speed of two builds on the first model of --models: OLD_BIN (another
 #               novaserve, e.g. build-gpucarry/bin/novaserve-old from the previous commit) and the
 #               carried one, interleaved old, new, old, new, old, new; each run is `bench` at
-#               batch 1 (prompt 16,2048: decode tg128 and prefill pp2048) and at batch 32 (prompt
-#               1024). ab-{old,new}-RUN-{b1,b32}.json and ab.md: the medians of decode b1, decode
-#               b32 and pp2048 per build and new/old (docs/benchmarks.md's A/B tables).
+#               batch 1 (prompt 16,2048,2048: decode tg128 and prefill pp2048, the second 2048
+#               point warm: the first one after start-up pays one-time costs and varies by +-4%)
+#               and at batch 32 (prompt 1024). ab-{old,new}-RUN-{b1,b32}.json and ab.md: the
+#               medians of decode b1, decode b32 and pp2048 per build and new/old
+#               (docs/benchmarks.md's A/B tables).
 # Synthesized files go to $TMPDIR and are deleted.
 #
 # Uses build-gpucarry/bin/gpu_op_test when present (built on the development machine by
@@ -394,8 +396,8 @@ ab_model() {  # ab_model PRESET: OLD_BIN and the carried build interleaved, thre
     for which in old new; do
       bin=$NS
       [ "$which" = old ] && bin=$AB_OLD
-      timeout 200 "$bin" bench --device cuda --model "$m" --batch 1 --prompt 16,2048 --gen 128 \
-        --json "$OUT/ab-$which-$run-b1.json" >>"$OUT/ab.log" 2>&1
+      timeout 200 "$bin" bench --device cuda --model "$m" --batch 1 --prompt 16,2048,2048 \
+        --gen 128 --json "$OUT/ab-$which-$run-b1.json" >>"$OUT/ab.log" 2>&1
       timeout 200 "$bin" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
         --json "$OUT/ab-$which-$run-b32.json" >>"$OUT/ab.log" 2>&1
       echo "ab $name $which run $run: done" | tee -a "$OUT/summary.md"
