@@ -10,25 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-// Rows of [id, logit] pairs. get<> throws json::exception on a mistyped element, which the
-// caller turns into kInvalidInput.
-Result<std::vector<std::vector<TopKEntry>>> topk_rows(const json& rows, const char* key) {
-  auto bad = Err(ErrorCode::kInvalidInput,
-                 std::string(key) + " is not a list of non-empty rows of [id, logit] pairs");
-  if (!rows.is_array()) return bad;
-  std::vector<std::vector<TopKEntry>> out;
-  for (const json& row : rows) {
-    if (!row.is_array() || row.empty()) return bad;
-    std::vector<TopKEntry> entries;
-    for (const json& pair : row) {
-      if (!pair.is_array() || pair.size() != 2) return bad;
-      entries.push_back({pair[0].get<int32_t>(), pair[1].get<float>()});
-    }
-    out.push_back(std::move(entries));
-  }
-  return out;
-}
-
 Result<ArchGoldenPrompt> parse_prompt(const json& j) {
   ArchGoldenPrompt p;
   p.name = j.at("name").get<std::string>();
@@ -38,10 +19,10 @@ Result<ArchGoldenPrompt> parse_prompt(const json& j) {
   p.last_logits = j.at("last_logits").get<std::vector<float>>();
   p.greedy_ids = j.at("greedy_ids").get<std::vector<int32_t>>();
   p.top2_gap = j.at("top2_gap").get<std::vector<float>>();
-  auto position = topk_rows(j.at("position_topk"), "position_topk");
+  auto position = parse_topk_rows(j.at("position_topk"), "position_topk");
   if (!position.ok()) return position.error();
   p.position_topk = std::move(position.value());
-  auto greedy = topk_rows(j.at("greedy_topk"), "greedy_topk");
+  auto greedy = parse_topk_rows(j.at("greedy_topk"), "greedy_topk");
   if (!greedy.ok()) return greedy.error();
   p.greedy_topk = std::move(greedy.value());
   return p;

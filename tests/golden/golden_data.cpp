@@ -64,24 +64,6 @@ Result<std::vector<float>> read_f32_le(const std::filesystem::path& path, size_t
   return values;
 }
 
-// Rows of [id, logit] pairs. nlohmann's get<> throws json::exception on a mistyped element; the
-// caller turns that into kInvalidInput.
-Result<std::vector<std::vector<TopKEntry>>> parse_topk_rows(const json& rows) {
-  auto bad = Err(ErrorCode::kInvalidInput, "top-k data is not a list of rows of [id, logit] pairs");
-  if (!rows.is_array()) return bad;
-  std::vector<std::vector<TopKEntry>> out;
-  for (const json& row : rows) {
-    if (!row.is_array()) return bad;
-    std::vector<TopKEntry> entries;
-    for (const json& pair : row) {
-      if (!pair.is_array() || pair.size() != 2) return bad;
-      entries.push_back({pair[0].get<int32_t>(), pair[1].get<float>()});
-    }
-    out.push_back(std::move(entries));
-  }
-  return out;
-}
-
 Status check_ids(const std::string& where, const std::vector<int32_t>& ids, int32_t n_vocab) {
   for (int32_t id : ids) {
     if (id < 0 || id >= n_vocab) {
@@ -107,7 +89,6 @@ Status check_shapes(const std::string& file, const GoldenPrompt& p, int32_t n_vo
   NOVASERVE_RETURN_IF_ERROR(check_ids(file + " greedy_ids", p.greedy_ids, n_vocab));
   for (const auto* rows : {&p.position_topk, &p.greedy_topk}) {
     for (const auto& row : *rows) {
-      if (row.empty()) return bad("empty top-k row");
       for (const TopKEntry& e : row) {
         if (e.id < 0 || e.id >= n_vocab) return bad("top-k id outside [0, n_vocab)");
       }
@@ -117,6 +98,24 @@ Status check_shapes(const std::string& file, const GoldenPrompt& p, int32_t n_vo
 }
 
 }  // namespace
+
+Result<std::vector<std::vector<TopKEntry>>> parse_topk_rows(const json& rows,
+                                                            const std::string& key) {
+  auto bad =
+      Err(ErrorCode::kInvalidInput, key + " is not a list of non-empty rows of [id, logit] pairs");
+  if (!rows.is_array()) return bad;
+  std::vector<std::vector<TopKEntry>> out;
+  for (const json& row : rows) {
+    if (!row.is_array() || row.empty()) return bad;
+    std::vector<TopKEntry> entries;
+    for (const json& pair : row) {
+      if (!pair.is_array() || pair.size() != 2) return bad;
+      entries.push_back({pair[0].get<int32_t>(), pair[1].get<float>()});
+    }
+    out.push_back(std::move(entries));
+  }
+  return out;
+}
 
 Result<GoldenManifest> load_golden_manifest(const std::string& dir) {
   const auto path = std::filesystem::path(dir) / "manifest.json";
@@ -181,10 +180,12 @@ Result<GoldenPrompt> load_golden_prompt(const std::string& dir, const std::strin
     p.prompt_ids = j.at("prompt_ids").get<std::vector<int32_t>>();
     p.greedy_ids = j.at("greedy_ids").get<std::vector<int32_t>>();
     p.top2_gap = j.at("top2_gap").get<std::vector<float>>();
-    auto position_topk = parse_topk_rows(j.at("position_topk"));
-    auto greedy_topk = parse_topk_rows(j.at("greedy_topk"));
-    if (!position_topk.ok() || !greedy_topk.ok()) {
-      return Err(ErrorCode::kInvalidInput, path.string() + ": malformed position_topk/greedy_topk");
+    auto position_topk = parse_topk_rows(j.at("position_topk"), "position_topk");
+    auto greedy_topk = parse_topk_rows(j.at("greedy_topk"), "greedy_topk");
+    for (const auto* rows : {&position_topk, &greedy_topk}) {
+      if (!rows->ok()) {
+        return Err(ErrorCode::kInvalidInput, path.string() + ": " + rows->error().message);
+      }
     }
     p.position_topk = std::move(*position_topk);
     p.greedy_topk = std::move(*greedy_topk);

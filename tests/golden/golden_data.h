@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,13 @@ struct TopKEntry {
   int32_t id = 0;
   float logit = 0.0f;
 };
+
+/// Top-k rows as both golden formats store them (position_topk, greedy_topk): a JSON array of
+/// non-empty rows, each a list of [id, logit] pairs; `key` names the field in the error.
+/// Errors: kInvalidInput for any other structure. A mistyped id or logit throws
+/// nlohmann::json::exception, which the loaders turn into kInvalidInput. Ids are not range-checked.
+Result<std::vector<std::vector<TopKEntry>>> parse_topk_rows(const nlohmann::json& rows,
+                                                            const std::string& key);
 
 /// The reference for one prompt. Logits are raw float32 values of the LM head (no softmax, no
 /// temperature), for the model named in the manifest.

@@ -24,7 +24,6 @@ import json
 import platform
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 import formula_weights
 import tiny_tokenizers
 from formula_weights import fnv1a64_bytes, formula_tensor
+from golden_common import fail, full_logits, greedy, greedy_kv_cache, top2_gap, topk_pairs
 from numpy_arch import NumpyArch
 
 FORMAT_VERSION = 1
@@ -142,55 +142,6 @@ MAKE_TOKENIZER = {
 }
 
 
-def fail(message: str) -> None:
-    print(f"CHECK FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def topk_pairs(logits: np.ndarray, k: int) -> list[list]:
-    """Top-k as [[id, logit], ...]: logit descending, ties broken by smaller id first."""
-    order = np.argsort(-logits, kind="stable")[:k]
-    return [[int(i), float(logits[i])] for i in order]
-
-
-def top2_gap(logits: np.ndarray) -> float:
-    order = np.argsort(-logits, kind="stable")[:2]
-    return float(np.float32(logits[order[0]]) - np.float32(logits[order[1]]))
-
-
-@torch.no_grad()
-def full_logits(model, ids: list[int]) -> np.ndarray:
-    """Logits of every position, as float32 (rounded once from the model's dtype)."""
-    out = model(input_ids=torch.tensor([ids]), use_cache=False)
-    return out.logits[0].to(torch.float32).numpy()
-
-
-@torch.no_grad()
-def greedy(model, ids: list[int], steps: int) -> tuple[list[int], list[np.ndarray]]:
-    """Greedy decode by a full forward pass over the whole sequence at every step (no cache, no
-    generation config, no EOS stop). Returns the ids and the logits each one was chosen from."""
-    seq, picked, step_logits = list(ids), [], []
-    for _ in range(steps):
-        logits = full_logits(model, seq)[-1]
-        token = int(np.argmax(logits))  # first index on ties
-        picked.append(token)
-        step_logits.append(logits)
-        seq.append(token)
-    return picked, step_logits
-
-
-@torch.no_grad()
-def greedy_kv_cache(model, ids: list[int], steps: int) -> list[int]:
-    """The same greedy decode through HF's KV cache, only to cross-check `greedy`."""
-    out = model(input_ids=torch.tensor([ids]), use_cache=True)
-    picked = []
-    for _ in range(steps):
-        token = int(np.argmax(out.logits[0, -1].to(torch.float32).numpy()))
-        picked.append(token)
-        out = model(input_ids=torch.tensor([[token]]), cache=out.cache, use_cache=True)
-    return picked
-
-
 def write_checkpoint(arch: str, tok, folder: Path) -> list[dict]:
     """config.json, tokenizer files and the formula model.safetensors; returns the tensor list."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -286,7 +237,7 @@ def make_arch(arch: str, args, work: Path) -> tuple[dict, dict]:
                 fail(f"{arch}/{name}: numpy forward of the converted GGUF differs from HF by "
                      f"{diff:.2e} (relative)")
         greedy_ids, step_logits = greedy(model64, ids, N_GREEDY)
-        kv_ids = greedy_kv_cache(model64, ids, N_GREEDY)
+        kv_ids, _ = greedy_kv_cache(model64, ids, N_GREEDY)
         checks["kv_cache_ids_equal"][name] = kv_ids == greedy_ids
         if kv_ids != greedy_ids:
             fail(f"{arch}/{name}: KV-cache greedy {kv_ids} != full-forward greedy {greedy_ids}")

@@ -17,7 +17,6 @@ import hashlib
 import json
 import platform
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import transformers
 from tokenizers import pre_tokenizers
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from golden_common import fail, full_logits, greedy, greedy_kv_cache, top2_gap, topk_pairs
 from numpy_llama import NumpyLlama
 
 FORMAT_VERSION = 1
@@ -51,11 +51,6 @@ PROMPTS = [
     ("numbers", "Mix 2 ½ cups of flour with 1¼ cups of milk, bake at 180°C for 25 minutes; x² = 3.14159"),
     ("chat", f"<|im_start|>user\n{CHAT_QUESTION}<|im_end|>\n<|im_start|>assistant\n"),
 ]
-
-
-def fail(message: str) -> None:
-    print(f"CHECK FAILED: {message}", file=sys.stderr)
-    sys.exit(1)
 
 
 def gguf_metadata(path: Path) -> dict:
@@ -123,51 +118,6 @@ def verify_model(model, meta: dict) -> dict:
     if model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr():
         fail("lm_head is not tied to embed_tokens")
     return {k: v[0] for k, v in expected.items()}
-
-
-def topk_pairs(logits: np.ndarray, k: int) -> list[list]:
-    """Top-k as [[id, logit], ...]: logit descending, ties broken by smaller id first."""
-    order = np.argsort(-logits, kind="stable")[:k]
-    return [[int(i), float(logits[i])] for i in order]
-
-
-def top2_gap(logits: np.ndarray) -> float:
-    order = np.argsort(-logits, kind="stable")[:2]
-    return float(np.float32(logits[order[0]]) - np.float32(logits[order[1]]))
-
-
-@torch.no_grad()
-def full_logits(model, ids: list[int]) -> np.ndarray:
-    out = model(input_ids=torch.tensor([ids]), use_cache=False)
-    return out.logits[0].to(torch.float32).numpy()
-
-
-@torch.no_grad()
-def greedy(model, ids: list[int], steps: int) -> tuple[list[int], list[np.ndarray]]:
-    """Greedy decode by a full forward pass over the whole sequence at every step (no cache, no
-    generation config, no EOS stop). Returns the ids and the logits each one was chosen from."""
-    seq, picked, step_logits = list(ids), [], []
-    for _ in range(steps):
-        logits = full_logits(model, seq)[-1]
-        token = int(np.argmax(logits))  # first index on ties
-        picked.append(token)
-        step_logits.append(logits)
-        seq.append(token)
-    return picked, step_logits
-
-
-@torch.no_grad()
-def greedy_kv_cache(model, ids: list[int], steps: int) -> tuple[list[int], list[np.ndarray]]:
-    """The same greedy decode through HF's KV cache, only to cross-check `greedy`."""
-    out = model(input_ids=torch.tensor([ids]), use_cache=True)
-    picked, step_logits = [], []
-    for _ in range(steps):
-        logits = out.logits[0, -1].to(torch.float32).numpy()
-        token = int(np.argmax(logits))
-        picked.append(token)
-        step_logits.append(logits)
-        out = model(input_ids=torch.tensor([[token]]), cache=out.cache, use_cache=True)
-    return picked, step_logits
 
 
 def main() -> None:

@@ -12,6 +12,8 @@ technical report, 2025); LongRoPE (Ding et al. 2024): inverse frequencies divide
 factors while the sequence is at most rope.scaling.original_context_length tokens long (the long
 factors beyond), and cos/sin multiplied by rope.scaling.attn_factor; grouped-query attention
 (Ainslie et al. 2023); SwiGLU FFN (Shazeer 2020), phi3's ffn_up holding [gate; up] rows.
+The decoder loop (attention, residuals, LM head) is numpy_decoder.py's, shared with
+numpy_llama.py; this module adds the keys, the fused and per-head-normed projections and RoPE.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from __future__ import annotations
 import numpy as np
 from gguf import GGUFReader
 
+from numpy_decoder import NumpyDecoder
 
-class NumpyArch:
+
+class NumpyArch(NumpyDecoder):
     """Every tensor of a qwen3 or phi3 GGUF (F32 only), as float64, and the keys the forward needs."""
 
     def __init__(self, path: str):
@@ -56,10 +60,7 @@ class NumpyArch:
             shape = [int(d) for d in reversed(t.shape)]  # numpy order: (ne[1], ne[0])
             self.w[t.name] = np.asarray(t.data, dtype=np.float32).astype(np.float64).reshape(shape)
 
-    def _rms_norm(self, x: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * weight
-
-    def _rope_neox(self, x: np.ndarray) -> np.ndarray:
+    def _rope(self, x: np.ndarray) -> np.ndarray:
         """x: [T, heads, head_dim]; rotates (i, i + n_rot/2), i < n_rot/2, by pos * inv_freq[i]."""
         t_len = x.shape[0]
         half = self.n_rot // 2
@@ -105,28 +106,3 @@ class NumpyArch:
             gate = h @ self.w[p + "ffn_gate.weight"].T
             up = h @ self.w[p + "ffn_up.weight"].T
         return (gate / (1.0 + np.exp(-gate)) * up) @ self.w[p + "ffn_down.weight"].T
-
-    def logits(self, ids: list[int]) -> np.ndarray:
-        """Causal forward over `ids`; returns float64 logits [T, n_vocab]."""
-        w, hd = self.w, self.head_dim
-        t_len = len(ids)
-        x = w["token_embd.weight"][np.asarray(ids)]
-        mask = np.triu(np.full((t_len, t_len), -np.inf), k=1)
-        group = self.n_head // self.n_head_kv
-        for layer in range(self.n_layer):
-            p = f"blk.{layer}."
-            h = self._rms_norm(x, w[p + "attn_norm.weight"])
-            q, k, v = self._qkv(p, h)
-            q, k = self._rope_neox(q), self._rope_neox(k)
-            heads = []
-            for head in range(self.n_head):
-                kv = head // group
-                scores = q[:, head, :] @ k[:, kv, :].T / np.sqrt(hd) + mask
-                scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-                scores /= scores.sum(axis=-1, keepdims=True)
-                heads.append(scores @ v[:, kv, :])
-            x = x + np.concatenate(heads, axis=-1) @ w[p + "attn_output.weight"].T
-            x = x + self._ffn(p, self._rms_norm(x, w[p + "ffn_norm.weight"]))
-        h = self._rms_norm(x, w["output_norm.weight"])
-        head = w.get("output.weight", w["token_embd.weight"])  # tied when absent
-        return h @ head.T

@@ -9,7 +9,9 @@ tied embeddings is confirmed independently.
 
 Formulas: RMSNorm (Zhang & Sennrich 2019), RoPE (Su et al. 2021, RoFormer, eq. 34), grouped-query
 attention (Ainslie et al. 2023), SwiGLU FFN (Shazeer 2020). Dequantization uses the `gguf` Python
-package (gguf.quants.dequantize), not transformers.
+package (gguf.quants.dequantize), not transformers. The decoder loop (attention, residuals, LM
+head) is numpy_decoder.py's, shared with numpy_arch.py; this module adds the GGUF loading, the
+q/k/v and FFN projections and the adjacent-pair RoPE.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import numpy as np
 from gguf import GGUFReader
 from gguf.quants import dequantize
 
+from numpy_decoder import NumpyDecoder
 
-class NumpyLlama:
+
+class NumpyLlama(NumpyDecoder):
     """Loads every tensor of a `llama`-architecture GGUF, dequantized to float64."""
 
     def __init__(self, path: str):
@@ -39,10 +43,7 @@ class NumpyLlama:
         }
         self.head_dim = self.w["token_embd.weight"].shape[1] // self.n_head
 
-    def _rms_norm(self, x: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * weight
-
-    def _rope_adjacent_pairs(self, x: np.ndarray) -> np.ndarray:
+    def _rope(self, x: np.ndarray) -> np.ndarray:
         """x: [T, heads, head_dim]; rotates pairs (2i, 2i+1) by pos * base^(-2i/head_dim)."""
         t_len, _, dim = x.shape
         inv_freq = self.rope_base ** (-np.arange(0, dim, 2, dtype=np.float64) / dim)
@@ -54,33 +55,14 @@ class NumpyLlama:
         out[..., 1::2] = even * sin + odd * cos
         return out
 
-    def logits(self, ids: list[int]) -> np.ndarray:
-        """Causal forward over `ids`; returns float64 logits [T, n_vocab]."""
-        w, hd = self.w, self.head_dim
-        t_len = len(ids)
-        x = w["token_embd.weight"][np.asarray(ids)]
-        mask = np.triu(np.full((t_len, t_len), -np.inf), k=1)
-        group = self.n_head // self.n_head_kv
-        for layer in range(self.n_layer):
-            p = f"blk.{layer}."
-            h = self._rms_norm(x, w[p + "attn_norm.weight"])
-            q = (h @ w[p + "attn_q.weight"].T).reshape(t_len, self.n_head, hd)
-            k = (h @ w[p + "attn_k.weight"].T).reshape(t_len, self.n_head_kv, hd)
-            v = (h @ w[p + "attn_v.weight"].T).reshape(t_len, self.n_head_kv, hd)
-            q, k = self._rope_adjacent_pairs(q), self._rope_adjacent_pairs(k)
-            heads = []
-            for head in range(self.n_head):
-                kv = head // group
-                scores = q[:, head, :] @ k[:, kv, :].T / np.sqrt(hd) + mask
-                scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-                scores /= scores.sum(axis=-1, keepdims=True)
-                heads.append(scores @ v[:, kv, :])
-            x = x + np.concatenate(heads, axis=-1) @ w[p + "attn_output.weight"].T
-            h = self._rms_norm(x, w[p + "ffn_norm.weight"])
-            gate = h @ w[p + "ffn_gate.weight"].T
-            up = h @ w[p + "ffn_up.weight"].T
-            x = x + (gate / (1.0 + np.exp(-gate)) * up) @ w[p + "ffn_down.weight"].T
-        h = self._rms_norm(x, w["output_norm.weight"])
-        # No output.weight in the file: the LM head is tied to the token embedding.
-        head = w.get("output.weight", w["token_embd.weight"])
-        return h @ head.T
+    def _qkv(self, p: str, h: np.ndarray):
+        t_len, hd = h.shape[0], self.head_dim
+        q = (h @ self.w[p + "attn_q.weight"].T).reshape(t_len, self.n_head, hd)
+        k = (h @ self.w[p + "attn_k.weight"].T).reshape(t_len, self.n_head_kv, hd)
+        v = (h @ self.w[p + "attn_v.weight"].T).reshape(t_len, self.n_head_kv, hd)
+        return q, k, v
+
+    def _ffn(self, p: str, h: np.ndarray) -> np.ndarray:
+        gate = h @ self.w[p + "ffn_gate.weight"].T
+        up = h @ self.w[p + "ffn_up.weight"].T
+        return (gate / (1.0 + np.exp(-gate)) * up) @ self.w[p + "ffn_down.weight"].T

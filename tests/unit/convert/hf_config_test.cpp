@@ -10,11 +10,14 @@
 #include "convert/gguf_writer.h"
 #include "convert/hf_rope_config.h"
 #include "gguf/gguf_file.h"
+#include "hf_test_util.h"
 
 namespace novaserve {
 namespace {
 
 using Json = nlohmann::json;
+using testing::expect_config_error;
+using testing::parse_config;
 
 Json llama_config() {
   return {{"architectures", {"LlamaForCausalLM"}},
@@ -31,17 +34,6 @@ Json llama_config() {
           {"tie_word_embeddings", true},
           {"hidden_act", "silu"},
           {"rope_scaling", nullptr}};
-}
-
-Result<HfModelConfig> parse(const Json& j) {
-  return parse_hf_config(j.dump(), "config.json");
-}
-
-void expect_error(const Json& j, ErrorCode code, const std::string& needle) {
-  auto r = parse(j);
-  ASSERT_FALSE(r.ok()) << j.dump();
-  EXPECT_EQ(r.error().code, code) << r.error().message;
-  EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
 }
 
 // Reads `kvs` back the way the model loader does (with a token_embd tensor of the vocab size).
@@ -61,7 +53,7 @@ Result<ModelConfig> read_back(const HfModelConfig& c) {
 }
 
 TEST(HfConfigTest, ParsesLlamaAndReadsBackAsTheSameModel) {
-  auto c = parse(llama_config());
+  auto c = parse_config(llama_config());
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->hf_arch, "LlamaForCausalLM");
   EXPECT_EQ(c->gguf_arch, "llama");
@@ -94,7 +86,7 @@ TEST(HfConfigTest, AppliesTransformersDefaults) {
                           "rope_theta", "tie_word_embeddings", "hidden_act", "rope_scaling"}) {
     j.erase(key);
   }
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->n_head_kv, 4);
   EXPECT_EQ(c->n_ctx, 2048);
@@ -106,7 +98,7 @@ TEST(HfConfigTest, AppliesTransformersDefaults) {
 TEST(HfConfigTest, MistralIsWrittenAsLlamaAndQwen2HasBiasesInNeoxOrder) {
   Json m = llama_config();
   m["architectures"] = {"MistralForCausalLM"};
-  auto mistral = parse(m);
+  auto mistral = parse_config(m);
   ASSERT_TRUE(mistral.ok()) << mistral.error().message;
   EXPECT_EQ(mistral->gguf_arch, "llama");
   EXPECT_TRUE(mistral->permute_qk);
@@ -114,7 +106,7 @@ TEST(HfConfigTest, MistralIsWrittenAsLlamaAndQwen2HasBiasesInNeoxOrder) {
   Json q = llama_config();
   q["architectures"] = {"Qwen2ForCausalLM"};
   q["use_sliding_window"] = false;
-  auto qwen = parse(q);
+  auto qwen = parse_config(q);
   ASSERT_TRUE(qwen.ok()) << qwen.error().message;
   EXPECT_EQ(qwen->gguf_arch, "qwen2");
   EXPECT_FALSE(qwen->permute_qk);
@@ -129,7 +121,7 @@ TEST(HfConfigTest, FallsBackToModelType) {
   Json j = llama_config();
   j.erase("architectures");
   j["model_type"] = "qwen2";
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->hf_arch, "Qwen2ForCausalLM");
 }
@@ -137,17 +129,17 @@ TEST(HfConfigTest, FallsBackToModelType) {
 TEST(HfConfigTest, RejectsUnknownArchitecture) {
   Json j = llama_config();
   j["architectures"] = {"GPTNeoXForCausalLM"};
-  expect_error(j, ErrorCode::kUnsupported, "unsupported architecture 'GPTNeoXForCausalLM'");
-  expect_error(j, ErrorCode::kUnsupported, "LlamaForCausalLM, MistralForCausalLM");
+  expect_config_error(j, ErrorCode::kUnsupported, "unsupported architecture 'GPTNeoXForCausalLM'");
+  expect_config_error(j, ErrorCode::kUnsupported, "LlamaForCausalLM, MistralForCausalLM");
   j.erase("architectures");
   j.erase("model_type");
-  expect_error(j, ErrorCode::kUnsupported, "no 'architectures' or 'model_type'");
+  expect_config_error(j, ErrorCode::kUnsupported, "no 'architectures' or 'model_type'");
 }
 
 TEST(HfConfigTest, ExplicitHeadDimWritesKeyLength) {
   Json j = llama_config();
   j["head_dim"] = 32;  // 4 heads x 32 != hidden 64 (as in Gemma-like configs)
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->q_dim(), 128);
   auto m = read_back(*c);
@@ -159,7 +151,7 @@ TEST(HfConfigTest, ExplicitHeadDimWritesKeyLength) {
 TEST(HfConfigTest, LinearRopeScalingIsWrittenAsKeys) {
   Json j = llama_config();
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   auto m = read_back(*c);
   ASSERT_TRUE(m.ok()) << m.error().message;
@@ -177,7 +169,7 @@ TEST(HfConfigTest, Llama3RopeScalingGivesFrequencyFactors) {
                        {"low_freq_factor", 1.0},
                        {"high_freq_factor", 4.0},
                        {"original_max_position_embeddings", 8192}};
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   const auto f = hf_rope_freq_factors(*c);
   ASSERT_EQ(f.size(), 64u);
@@ -195,12 +187,12 @@ TEST(HfConfigTest, ReadsTransformers5RopeParameters) {
   j.erase("rope_theta");
   j.erase("rope_scaling");
   j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}};
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_DOUBLE_EQ(c->rope_theta, 1e6);
   EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kNone);
   j["rope_parameters"] = {{"rope_type", "linear"}, {"rope_theta", 1e6}, {"factor", 2.0}};
-  auto linear = parse(j);
+  auto linear = parse_config(j);
   ASSERT_TRUE(linear.ok()) << linear.error().message;
   EXPECT_EQ(linear->rope_scaling.type, RopeScalingType::kLinear);
 }
@@ -208,13 +200,13 @@ TEST(HfConfigTest, ReadsTransformers5RopeParameters) {
 TEST(HfConfigTest, RejectsUnsupportedRopeScaling) {
   Json j = llama_config();
   j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  expect_error(j, ErrorCode::kUnsupported, "rope scaling type 'yarn' is not supported");
+  expect_config_error(j, ErrorCode::kUnsupported, "rope scaling type 'yarn' is not supported");
   j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
-  expect_error(j, ErrorCode::kUnsupported, "'dynamic'");
+  expect_config_error(j, ErrorCode::kUnsupported, "'dynamic'");
   j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
-  expect_error(j, ErrorCode::kNotFound, "low_freq_factor");
+  expect_config_error(j, ErrorCode::kNotFound, "low_freq_factor");
   j["rope_scaling"] = "linear";
-  expect_error(j, ErrorCode::kInvalidInput, "'rope_scaling' is not an object");
+  expect_config_error(j, ErrorCode::kInvalidInput, "'rope_scaling' is not an object");
 }
 
 TEST(HfConfigTest, RejectsInconsistentOrMalformedValues) {
@@ -227,20 +219,21 @@ TEST(HfConfigTest, RejectsInconsistentOrMalformedValues) {
     }
     return j;
   };
-  expect_error(with("hidden_size", nullptr), ErrorCode::kNotFound, "missing key 'hidden_size'");
-  expect_error(with("num_attention_heads", 0), ErrorCode::kInvalidInput, "out of range");
-  expect_error(with("vocab_size", "40"), ErrorCode::kInvalidInput, "expected an integer");
-  expect_error(with("num_key_value_heads", 3), ErrorCode::kInvalidInput, "not a multiple");
-  expect_error(with("hidden_size", 66), ErrorCode::kInvalidInput, "not a multiple");
-  expect_error(with("head_dim", 15), ErrorCode::kInvalidInput, "must be even");
-  expect_error(with("rms_norm_eps", -1.0), ErrorCode::kInvalidInput, "finite number > 0");
-  expect_error(with("tie_word_embeddings", 1), ErrorCode::kInvalidInput, "true or false");
-  expect_error(with("hidden_act", "gelu"), ErrorCode::kUnsupported, "hidden_act");
-  expect_error(with("attention_bias", true), ErrorCode::kUnsupported, "attention_bias");
-  expect_error(with("mlp_bias", true), ErrorCode::kUnsupported, "mlp_bias");
+  expect_config_error(with("hidden_size", nullptr), ErrorCode::kNotFound,
+                      "missing key 'hidden_size'");
+  expect_config_error(with("num_attention_heads", 0), ErrorCode::kInvalidInput, "out of range");
+  expect_config_error(with("vocab_size", "40"), ErrorCode::kInvalidInput, "expected an integer");
+  expect_config_error(with("num_key_value_heads", 3), ErrorCode::kInvalidInput, "not a multiple");
+  expect_config_error(with("hidden_size", 66), ErrorCode::kInvalidInput, "not a multiple");
+  expect_config_error(with("head_dim", 15), ErrorCode::kInvalidInput, "must be even");
+  expect_config_error(with("rms_norm_eps", -1.0), ErrorCode::kInvalidInput, "finite number > 0");
+  expect_config_error(with("tie_word_embeddings", 1), ErrorCode::kInvalidInput, "true or false");
+  expect_config_error(with("hidden_act", "gelu"), ErrorCode::kUnsupported, "hidden_act");
+  expect_config_error(with("attention_bias", true), ErrorCode::kUnsupported, "attention_bias");
+  expect_config_error(with("mlp_bias", true), ErrorCode::kUnsupported, "mlp_bias");
   Json q = with("use_sliding_window", true);
   q["architectures"] = {"Qwen2ForCausalLM"};
-  expect_error(q, ErrorCode::kUnsupported, "use_sliding_window");
+  expect_config_error(q, ErrorCode::kUnsupported, "use_sliding_window");
   auto bad = parse_hf_config("{\"hidden_size\": ", "config.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("config.json: not valid JSON"), std::string::npos);
@@ -270,7 +263,7 @@ Json qwen3_config() {
 }
 
 TEST(HfConfigTest, Qwen3HasQkNormsNeoxOrderAndHeadLengths) {
-  auto c = parse(qwen3_config());
+  auto c = parse_config(qwen3_config());
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->gguf_arch, "qwen3");
   EXPECT_FALSE(c->permute_qk);
@@ -293,7 +286,7 @@ TEST(HfConfigTest, Qwen3HasQkNormsNeoxOrderAndHeadLengths) {
   // key_length is written even when head_dim happens to equal hidden / heads.
   Json even = qwen3_config();
   even["num_attention_heads"] = 4;
-  auto e = parse(even);
+  auto e = parse_config(even);
   ASSERT_TRUE(e.ok()) << e.error().message;
   EXPECT_EQ(kv_map(*e).at("qwen3.attention.key_length").as_int(), 16);
 }
@@ -302,30 +295,30 @@ TEST(HfConfigTest, Qwen3DefaultsAndRejections) {
   Json j = qwen3_config();
   j.erase("max_position_embeddings");
   j.erase("rms_norm_eps");
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->n_ctx, 32768);  // Qwen3Config's default
   EXPECT_DOUBLE_EQ(c->rms_eps, 1e-6);
   for (const char* key : {"head_dim", "num_key_value_heads"}) {
     Json missing = qwen3_config();
     missing.erase(key);
-    expect_error(missing, ErrorCode::kNotFound, std::string("missing key '") + key + "'");
+    expect_config_error(missing, ErrorCode::kNotFound, std::string("missing key '") + key + "'");
   }
   Json bias = qwen3_config();
   bias["attention_bias"] = true;
-  expect_error(bias, ErrorCode::kUnsupported, "'attention_bias' = true is not supported");
+  expect_config_error(bias, ErrorCode::kUnsupported, "'attention_bias' = true is not supported");
   Json sliding = qwen3_config();
   sliding["use_sliding_window"] = true;
-  expect_error(sliding, ErrorCode::kUnsupported, "use_sliding_window");
+  expect_config_error(sliding, ErrorCode::kUnsupported, "use_sliding_window");
   Json yarn = qwen3_config();
   yarn["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  expect_error(yarn, ErrorCode::kUnsupported, "'yarn'");
+  expect_config_error(yarn, ErrorCode::kUnsupported, "'yarn'");
   Json longrope = qwen3_config();
   longrope["rope_scaling"] = {{"rope_type", "longrope"}};
-  expect_error(longrope, ErrorCode::kUnsupported, "'longrope' is not supported");
+  expect_config_error(longrope, ErrorCode::kUnsupported, "'longrope' is not supported");
   Json by_type = qwen3_config();
   by_type.erase("architectures");
-  auto t = parse(by_type);
+  auto t = parse_config(by_type);
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ(t->hf_arch, "Qwen3ForCausalLM");
 }
@@ -350,7 +343,7 @@ Json phi3_config() {
 }
 
 TEST(HfConfigTest, Phi3HasFusedMatricesAndOriginalContext) {
-  auto c = parse(phi3_config());
+  auto c = parse_config(phi3_config());
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->gguf_arch, "phi3");
   EXPECT_FALSE(c->permute_qk);
@@ -375,7 +368,7 @@ TEST(HfConfigTest, Phi3HasFusedMatricesAndOriginalContext) {
                           "rms_norm_eps", "sliding_window"}) {
     j.erase(key);
   }
-  auto d = parse(j);
+  auto d = parse_config(j);
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->n_ctx, 4096);
   EXPECT_DOUBLE_EQ(d->rms_eps, 1e-5);
@@ -386,16 +379,16 @@ TEST(HfConfigTest, Phi3HasFusedMatricesAndOriginalContext) {
 TEST(HfConfigTest, Phi3PartialRotaryFactorSetsDimensionCount) {
   Json j = phi3_config();
   j["partial_rotary_factor"] = 0.75;  // as in Phi-4-mini
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->n_rot, 12);
   EXPECT_EQ(kv_map(*c).at("phi3.rope.dimension_count").as_int(), 12);
   j["partial_rotary_factor"] = 0.5625;  // 16 x 0.5625 = 9: odd
-  expect_error(j, ErrorCode::kInvalidInput, "rotated dimensions");
+  expect_config_error(j, ErrorCode::kInvalidInput, "rotated dimensions");
   j["partial_rotary_factor"] = 1.5;
-  expect_error(j, ErrorCode::kInvalidInput, "exceeds 1");
+  expect_config_error(j, ErrorCode::kInvalidInput, "exceeds 1");
   j["partial_rotary_factor"] = 0;
-  expect_error(j, ErrorCode::kInvalidInput, "partial_rotary_factor");
+  expect_config_error(j, ErrorCode::kInvalidInput, "partial_rotary_factor");
 }
 
 }  // namespace

@@ -3,23 +3,22 @@
 // tokenizer.json) and the input errors of these architectures, which must leave no output.
 // Loading the result into a model is the golden tests' part (tests/golden/arch_golden_test.cpp).
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "../gguf/safetensors_test_writer.h"
 #include "convert/hf_convert.h"
 #include "gguf/gguf_file.h"
+#include "hf_test_util.h"
 
 namespace novaserve {
 namespace {
 
-namespace fs = std::filesystem;
 using Json = nlohmann::json;
+using testing::st_by_name;
 using testing::StTensor;
 using testing::write_bytes;
 
@@ -95,15 +94,10 @@ Json bpe_tokenizer() {
 }
 
 std::vector<StTensor> tensors(bool phi3, uint32_t seed = 7) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  testing::RandomValues values(seed);
   std::vector<StTensor> out;
   auto add = [&](const std::string& name, std::vector<uint64_t> shape, float base = 0.0f) {
-    uint64_t n = 1;
-    for (uint64_t d : shape) n *= d;
-    std::vector<float> v(n);
-    for (float& x : v) x = base + dist(rng);
-    out.push_back(testing::st_f32(name, shape, v));
+    out.push_back(testing::st_f32(name, shape, values(shape, base)));
   };
   const std::string p = "model.layers.0.";
   add("model.embed_tokens.weight", {kVocab, kEmbd});
@@ -131,32 +125,15 @@ std::vector<StTensor> tensors(bool phi3, uint32_t seed = 7) {
   return out;
 }
 
-const StTensor& by_name(const std::vector<StTensor>& ts, const std::string& name) {
-  for (const auto& t : ts) {
-    if (t.name == name) return t;
-  }
-  ADD_FAILURE() << "no tensor " << name;
-  return ts.front();
-}
-
 std::vector<std::string> tensor_names(const GgufFile& f) {
   std::vector<std::string> names;
   for (const auto& t : f.tensors()) names.push_back(t.name);
   return names;
 }
 
-class HfConvertArchTest : public ::testing::Test {
+class HfConvertArchTest : public testing::HfCheckpointDirTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("novaserve_hfconvert_arch_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    dir_ = root_ / "hf";
-    fs::create_directories(dir_);
-    out_ = (root_ / "out.gguf").string();
-  }
-  void TearDown() override { fs::remove_all(root_); }
+  HfConvertArchTest() : HfCheckpointDirTest("novaserve_hfconvert_arch_") {}
 
   void write_checkpoint(const Json& config, const Json& tokenizer,
                         const std::vector<StTensor>& ts) {
@@ -174,11 +151,7 @@ class HfConvertArchTest : public ::testing::Test {
   }
 
   void expect_failure(ErrorCode code, const std::string& needle) {
-    auto r = convert_hf_to_gguf(dir_.string(), out_, {});
-    ASSERT_FALSE(r.ok()) << "converted, expected: " << needle;
-    EXPECT_EQ(r.error().code, code) << r.error().message;
-    EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
-    EXPECT_FALSE(fs::exists(out_)) << "partial output left behind";
+    expect_failed(convert_hf_to_gguf(dir_.string(), out_, {}), code, needle);
   }
 
   // The GGUF tensor `gguf` holds exactly the bytes of HF tensor `hf`, in HF's row order.
@@ -186,15 +159,12 @@ class HfConvertArchTest : public ::testing::Test {
                      const std::string& gguf) {
     const GgufTensorInfo* t = f.find_tensor(gguf);
     ASSERT_NE(t, nullptr) << gguf;
-    const StTensor& src = by_name(ts, hf);
+    const StTensor& src = st_by_name(ts, hf);
     EXPECT_EQ(t->type, GgmlType::kF32) << gguf;
     EXPECT_EQ(std::vector<uint64_t>(t->dims.rbegin(), t->dims.rend()), src.shape) << gguf;
     ASSERT_EQ(t->nbytes, src.data.size()) << gguf;
     EXPECT_EQ(std::memcmp(f.tensor_data(*t), src.data.data(), t->nbytes), 0) << gguf;
   }
-
-  fs::path root_, dir_;
-  std::string out_;
 };
 
 TEST_F(HfConvertArchTest, Qwen3WritesQkNormsUnpermutedProjectionsAndNoTiedHead) {

@@ -3,12 +3,10 @@
 #include "convert/hf_convert.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <tuple>
 
 #include "../gguf/safetensors_test_writer.h"
@@ -17,6 +15,7 @@
 #include "convert/hf_rope_config.h"
 #include "convert/hf_tensor_convert.h"
 #include "gguf/gguf_file.h"
+#include "hf_test_util.h"
 #include "model/llama_model.h"
 #include "quant/half.h"
 
@@ -25,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+using testing::st_by_name;
 using testing::StTensor;
 using testing::write_bytes;
 
@@ -50,19 +50,15 @@ Json tiny_tokenizer() {
 
 // HF tensors of the tiny model: name -> (shape, values); BF16 when `bf16`.
 std::vector<StTensor> tiny_tensors(bool qwen2, bool bf16, uint32_t seed = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  testing::RandomValues values(seed);
   std::vector<StTensor> out;
   auto add = [&](const std::string& name, std::vector<uint64_t> shape, float base = 0.0f) {
-    uint64_t n = 1;
-    for (uint64_t d : shape) n *= d;
-    std::vector<float> v(n);
-    for (float& x : v) x = base + dist(rng);
+    const std::vector<float> v = values(shape, base);
     StTensor t = testing::st_f32(name, shape, v);
     if (bf16) {
       t.dtype = "BF16";
-      t.data.resize(n * 2);
-      for (uint64_t i = 0; i < n; ++i) {
+      t.data.resize(v.size() * 2);
+      for (size_t i = 0; i < v.size(); ++i) {
         const uint16_t h = f32_to_bf16(v[i]);
         std::memcpy(t.data.data() + 2 * i, &h, 2);
       }
@@ -92,26 +88,9 @@ std::vector<StTensor> tiny_tensors(bool qwen2, bool bf16, uint32_t seed = 1) {
   return out;
 }
 
-const StTensor& by_name(const std::vector<StTensor>& ts, const std::string& name) {
-  for (const auto& t : ts) {
-    if (t.name == name) return t;
-  }
-  ADD_FAILURE() << "no tensor " << name;
-  return ts.front();
-}
-
-class HfConvertTest : public ::testing::Test {
+class HfConvertTest : public testing::HfCheckpointDirTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("novaserve_hfconvert_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    dir_ = root_ / "hf";
-    fs::create_directories(dir_);
-    out_ = (root_ / "out.gguf").string();
-  }
-  void TearDown() override { fs::remove_all(root_); }
+  HfConvertTest() : HfCheckpointDirTest("novaserve_hfconvert_") {}
 
   void write_checkpoint(const Json& config, const std::vector<StTensor>& tensors) {
     ASSERT_TRUE(write_bytes((dir_ / "config.json").string(), config.dump()));
@@ -130,15 +109,8 @@ class HfConvertTest : public ::testing::Test {
 
   // Converts, expects failure with `code` and `needle`, and that no output was left behind.
   void expect_failure(ErrorCode code, const std::string& needle, GgmlType type = GgmlType::kF32) {
-    auto r = convert(type);
-    ASSERT_FALSE(r.ok()) << "converted, expected: " << needle;
-    EXPECT_EQ(r.error().code, code) << r.error().message;
-    EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
-    EXPECT_FALSE(fs::exists(out_)) << "partial output left behind";
+    expect_failed(convert(type), code, needle);
   }
-
-  fs::path root_, dir_;
-  std::string out_;
 };
 
 TEST_F(HfConvertTest, Qwen2KeepsRowOrderAndWritesBiasesAndHead) {
@@ -160,7 +132,7 @@ TEST_F(HfConvertTest, Qwen2KeepsRowOrderAndWritesBiasesAndHead) {
         std::pair{"lm_head.weight", "output.weight"}}) {
     const GgufTensorInfo* t = (*f)->find_tensor(gguf);
     ASSERT_NE(t, nullptr) << gguf;
-    const StTensor& src = by_name(tensors, hf);
+    const StTensor& src = st_by_name(tensors, hf);
     EXPECT_EQ(t->type, GgmlType::kF32);
     EXPECT_EQ(std::vector<uint64_t>(t->dims.rbegin(), t->dims.rend()), src.shape) << gguf;
     ASSERT_EQ(t->nbytes, src.data.size());
@@ -205,7 +177,7 @@ TEST_F(HfConvertTest, LlamaPermutesQkCopiesBf16AndWritesRopeFreqs) {
     const GgufTensorInfo* t = (*f)->find_tensor(gguf);
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(t->type, GgmlType::kBF16);
-    const StTensor& src = by_name(tensors, hf);
+    const StTensor& src = st_by_name(tensors, hf);
     const uint64_t row_bytes = kEmbd * 2;
     for (int64_t row = 0; row < rows; ++row) {
       EXPECT_EQ(std::memcmp((*f)->tensor_data(*t) + row * row_bytes,
@@ -217,7 +189,7 @@ TEST_F(HfConvertTest, LlamaPermutesQkCopiesBf16AndWritesRopeFreqs) {
   // v_proj is not permuted.
   const GgufTensorInfo* v = (*f)->find_tensor("blk.0.attn_v.weight");
   EXPECT_EQ(std::memcmp((*f)->tensor_data(*v),
-                        by_name(tensors, "model.layers.0.self_attn.v_proj.weight").data.data(),
+                        st_by_name(tensors, "model.layers.0.self_attn.v_proj.weight").data.data(),
                         v->nbytes),
             0);
   // Norms are widened to f32 exactly.
@@ -226,7 +198,7 @@ TEST_F(HfConvertTest, LlamaPermutesQkCopiesBf16AndWritesRopeFreqs) {
   float first;
   std::memcpy(&first, (*f)->tensor_data(*norm), 4);
   uint16_t src_first;
-  std::memcpy(&src_first, by_name(tensors, "model.norm.weight").data.data(), 2);
+  std::memcpy(&src_first, st_by_name(tensors, "model.norm.weight").data.data(), 2);
   EXPECT_EQ(first, bf16_to_f32(src_first));
 
   std::shared_ptr<const GgufFile> shared(std::move(f.value()));

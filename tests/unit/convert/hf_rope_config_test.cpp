@@ -8,11 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/hf_config.h"
+#include "hf_test_util.h"
 
 namespace novaserve {
 namespace {
 
 using Json = nlohmann::json;
+using testing::expect_config_error;
+using testing::parse_config;
 
 constexpr int kHalf = 8;  // head_dim 16 / 2
 
@@ -40,17 +43,6 @@ Json phi3_longrope() {
             {"long_factor", factors(1.0, 0.5)}}}};
 }
 
-Result<HfModelConfig> parse(const Json& j) {
-  return parse_hf_config(j.dump(), "config.json");
-}
-
-void expect_error(const Json& j, ErrorCode code, const std::string& needle) {
-  auto r = parse(j);
-  ASSERT_FALSE(r.ok()) << j.dump();
-  EXPECT_EQ(r.error().code, code) << r.error().message;
-  EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
-}
-
 const GgufValue* find_kv(const std::vector<GgufKv>& kvs, const std::string& key) {
   for (const auto& kv : kvs) {
     if (kv.key == key) return &kv.value;
@@ -59,7 +51,7 @@ const GgufValue* find_kv(const std::vector<GgufKv>& kvs, const std::string& key)
 }
 
 TEST(HfRopeConfigTest, LongRopeGivesFactorsAttnFactorKeysAndTensors) {
-  auto c = parse(phi3_longrope());
+  auto c = parse_config(phi3_longrope());
   ASSERT_TRUE(c.ok()) << c.error().message;
   ASSERT_TRUE(c->longrope.has_value());
   EXPECT_EQ(c->n_ctx_orig, 4096);
@@ -96,18 +88,18 @@ TEST(HfRopeConfigTest, LongRopeGivesFactorsAttnFactorKeysAndTensors) {
 TEST(HfRopeConfigTest, AttnFactorIsOneWithoutStretchAndHonoursExplicitValues) {
   Json j = phi3_longrope();
   j["max_position_embeddings"] = 4096;
-  auto same = parse(j);
+  auto same = parse_config(j);
   ASSERT_TRUE(same.ok()) << same.error().message;
   EXPECT_DOUBLE_EQ(same->longrope->attn_factor, 1.0);
 
   j["rope_scaling"]["factor"] = 4.0;  // transformers 5 prefers it to the length ratio
-  auto factor = parse(j);
+  auto factor = parse_config(j);
   ASSERT_TRUE(factor.ok()) << factor.error().message;
   EXPECT_DOUBLE_EQ(factor->longrope->attn_factor,
                    std::sqrt(1.0 + std::log(4.0) / std::log(4096.0)));
 
   j["rope_scaling"]["attention_factor"] = 1.25;
-  auto explicit_attn = parse(j);
+  auto explicit_attn = parse_config(j);
   ASSERT_TRUE(explicit_attn.ok()) << explicit_attn.error().message;
   EXPECT_DOUBLE_EQ(explicit_attn->longrope->attn_factor, 1.25);
 }
@@ -115,7 +107,7 @@ TEST(HfRopeConfigTest, AttnFactorIsOneWithoutStretchAndHonoursExplicitValues) {
 TEST(HfRopeConfigTest, AcceptsSuAndTransformers5RopeParameters) {
   Json su = phi3_longrope();
   su["rope_scaling"]["type"] = "su";
-  auto s = parse(su);
+  auto s = parse_config(su);
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_TRUE(s->longrope.has_value());
 
@@ -131,7 +123,7 @@ TEST(HfRopeConfigTest, AcceptsSuAndTransformers5RopeParameters) {
   v5.erase("rope_theta");
   v5.erase("original_max_position_embeddings");
   v5["rope_parameters"] = params;
-  auto p = parse(v5);
+  auto p = parse_config(v5);
   ASSERT_TRUE(p.ok()) << p.error().message;
   ASSERT_TRUE(p->longrope.has_value());
   EXPECT_EQ(p->n_ctx_orig, 4096);
@@ -142,11 +134,11 @@ TEST(HfRopeConfigTest, AcceptsSuAndTransformers5RopeParameters) {
 TEST(HfRopeConfigTest, FactorListsFollowThePartialRotaryDimension) {
   Json j = phi3_longrope();
   j["partial_rotary_factor"] = 0.5;  // 8 rotated dims: 4 factors each
-  expect_error(j, ErrorCode::kInvalidInput, "must be a list of 4 numbers");
+  expect_config_error(j, ErrorCode::kInvalidInput, "must be a list of 4 numbers");
   Json short4 = Json::array({1.0, 1.0, 1.0, 1.0});
   j["rope_scaling"]["short_factor"] = short4;
   j["rope_scaling"]["long_factor"] = short4;
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->n_rot, 8);
   EXPECT_EQ(hf_rope_tensors(*c)[0].values.size(), 4u);
@@ -162,36 +154,38 @@ TEST(HfRopeConfigTest, RejectsBadLongRopeSettings) {
     }
     return j;
   };
-  expect_error(with("short_factor", nullptr), ErrorCode::kNotFound, "missing key 'short_factor'");
-  expect_error(with("long_factor", nullptr), ErrorCode::kNotFound, "missing key 'long_factor'");
-  expect_error(with("short_factor", Json::array({1.0, 2.0})), ErrorCode::kInvalidInput,
-               "must be a list of 8 numbers (rope dimension_count / 2), got 2 entries");
-  expect_error(with("long_factor", "1.0"), ErrorCode::kInvalidInput, "long_factor");
+  expect_config_error(with("short_factor", nullptr), ErrorCode::kNotFound,
+                      "missing key 'short_factor'");
+  expect_config_error(with("long_factor", nullptr), ErrorCode::kNotFound,
+                      "missing key 'long_factor'");
+  expect_config_error(with("short_factor", Json::array({1.0, 2.0})), ErrorCode::kInvalidInput,
+                      "must be a list of 8 numbers (rope dimension_count / 2), got 2 entries");
+  expect_config_error(with("long_factor", "1.0"), ErrorCode::kInvalidInput, "long_factor");
   Json negative = factors(1.0, 0.0);
   negative[3] = -1.0;
-  expect_error(with("long_factor", negative), ErrorCode::kInvalidInput, "'long_factor'[3]");
+  expect_config_error(with("long_factor", negative), ErrorCode::kInvalidInput, "'long_factor'[3]");
   Json text = factors(1.0, 0.0);
   text[0] = "x";
-  expect_error(with("short_factor", text), ErrorCode::kInvalidInput, "'short_factor'[0]");
-  expect_error(with("attention_factor", -2.0), ErrorCode::kInvalidInput, "attention_factor");
-  expect_error(with("factor", 0), ErrorCode::kInvalidInput, "'factor'");
+  expect_config_error(with("short_factor", text), ErrorCode::kInvalidInput, "'short_factor'[0]");
+  expect_config_error(with("attention_factor", -2.0), ErrorCode::kInvalidInput, "attention_factor");
+  expect_config_error(with("factor", 0), ErrorCode::kInvalidInput, "'factor'");
 
   Json no_orig = phi3_longrope();
   no_orig.erase("original_max_position_embeddings");
-  expect_error(no_orig, ErrorCode::kNotFound, "original_max_position_embeddings");
+  expect_config_error(no_orig, ErrorCode::kNotFound, "original_max_position_embeddings");
   Json tiny_orig = phi3_longrope();
   tiny_orig["original_max_position_embeddings"] = 1;  // ln(1) = 0 divides the attn factor
-  expect_error(tiny_orig, ErrorCode::kInvalidInput, "original_max_position_embeddings");
+  expect_config_error(tiny_orig, ErrorCode::kInvalidInput, "original_max_position_embeddings");
 
   for (const char* type : {"yarn", "linear", "llama3", "dynamic"}) {
     Json j = phi3_longrope();
     j["rope_scaling"]["type"] = type;
-    expect_error(j, ErrorCode::kUnsupported,
-                 std::string("'") + type + "' is not supported for Phi3ForCausalLM");
+    expect_config_error(j, ErrorCode::kUnsupported,
+                        std::string("'") + type + "' is not supported for Phi3ForCausalLM");
   }
   Json not_object = phi3_longrope();
   not_object["rope_scaling"] = "longrope";
-  expect_error(not_object, ErrorCode::kInvalidInput, "'rope_scaling' is not an object");
+  expect_config_error(not_object, ErrorCode::kInvalidInput, "'rope_scaling' is not an object");
 }
 
 TEST(HfRopeConfigTest, OtherArchitecturesKeepHeadDimAndLlama3Tensor) {
@@ -208,7 +202,7 @@ TEST(HfRopeConfigTest, OtherArchitecturesKeepHeadDimAndLlama3Tensor) {
               {"low_freq_factor", 1.0},
               {"high_freq_factor", 4.0},
               {"original_max_position_embeddings", 8192}}}};
-  auto c = parse(j);
+  auto c = parse_config(j);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->n_rot, 128);
   EXPECT_EQ(c->n_ctx_orig, 0);
