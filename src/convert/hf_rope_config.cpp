@@ -150,12 +150,20 @@ Status parse_hf_rope(const Json& j, const std::string& name, HfModelConfig& c) {
   if (phi3) NOVASERVE_RETURN_IF_ERROR(parse_phi3_dims(j, params, name, c));
   if (params == nullptr) return {};
 
-  std::string type = "default";
+  std::string type;
   for (const char* key : {"rope_type", "type"}) {
     if (params->contains(key) && (*params)[key].is_string()) {
       type = (*params)[key].get<std::string>();
       break;
     }
+  }
+  if (type.empty()) {
+    // transformers refuses such a config too; converting it unscaled would drop the scaling.
+    if (params->contains("factor")) {
+      return Err(ErrorCode::kInvalidInput,
+                 name + ": rope scaling has a 'factor' but no 'rope_type' or 'type'");
+    }
+    return {};
   }
   if (type == "default") return {};
   const std::string where = name + " rope scaling";

@@ -39,8 +39,13 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
   const auto n_ctx = static_cast<int32_t>(std::min<int64_t>(cfg.n_ctx_train, INT32_MAX));
   if (sc.max_model_len == 0) sc.max_model_len = n_ctx;
   if (sc.max_model_len < 0 || sc.max_model_len > n_ctx) {
-    return bad("--max-model-len must be in [1, " + std::to_string(n_ctx) +
-               "] (the model's context; got " + std::to_string(sc.max_model_len) + ")");
+    const std::string why =
+        cfg.rope_scaling.type == RopeScalingType::kLongRope
+            ? "the model's context, capped at its LongRoPE original context: only the short "
+              "factors are implemented"
+            : "the model's context";
+    return bad("--max-model-len must be in [1, " + std::to_string(n_ctx) + "] (" + why + "; got " +
+               std::to_string(sc.max_model_len) + ")");
   }
 
   if (!kv_type_supported(options.kv_cache_dtype, cfg.head_dim)) {

@@ -56,14 +56,22 @@ Status read_rope_scaling(const GgufFile& f, const std::string& arch, ModelConfig
   // Phi-3 GGUFs mark LongRoPE by its factor tensors (llama.cpp writes no type key for it).
   const bool longrope_tensors = f.find_tensor("rope_factors_short.weight") != nullptr;
   if (type == "longrope" || type == "su" || (type == "none" && longrope_tensors)) {
-    if (c.arch != ModelArch::kPhi3 || !longrope_tensors) {
+    if (c.arch != ModelArch::kPhi3) {
       return Err(ErrorCode::kUnsupported,
-                 "LongRoPE scaling needs a phi3 model with a 'rope_factors_short.weight' tensor");
+                 "LongRoPE scaling is implemented for phi3 only (this "
+                 "model's architecture is '" +
+                     c.arch_name + "')");
+    }
+    if (!longrope_tensors) {
+      return Err(ErrorCode::kNotFound,
+                 "LongRoPE scaling needs the tensor 'rope_factors_short.weight'");
     }
     s.type = RopeScalingType::kLongRope;
+    // Missing, as in llama.cpp: no attention scaling.
     auto attn = read_positive_float(f, arch, "rope.scaling.attn_factor", 1.0f);
     if (!attn.ok()) return attn.error();
-    auto orig = read_count(f, arch, "rope.scaling.original_context_length", c.n_ctx_train);
+    // Required: the short factors hold only within it, so it caps the context.
+    auto orig = read_count(f, arch, "rope.scaling.original_context_length");
     if (!orig.ok()) return orig.error();
     s.attn_factor = *attn;
     s.original_context = *orig;

@@ -243,7 +243,7 @@ int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
   if (auto st = start_engine(make_engine, model); !st.ok()) {
     ctx.lifecycle.begin_drain();
     server.run_until_drained();
-    return fail(st.error().message);
+    return fail(options.model_path + ": " + st.error().message);
   }
   Telemetry telemetry;
   if (auto st = start_telemetry(options, ctx, smi, telemetry); !st.ok()) {

@@ -213,4 +213,13 @@ TEST(HfRopeConfigTest, OtherArchitecturesKeepHeadDimAndLlama3Tensor) {
 }
 
 }  // namespace
+TEST(HfRopeConfigTest, AFactorWithoutATypeIsRefused) {
+  Json j = phi3_longrope();
+  j["rope_scaling"] = {{"factor", 2.0}};
+  auto c = parse_config(j);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("no 'rope_type' or 'type'"), std::string::npos)
+      << c.error().message;
+}
+
 }  // namespace novaserve

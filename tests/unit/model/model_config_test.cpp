@@ -207,4 +207,41 @@ TEST(ModelConfigTest, RopeFreqsTensorSelectsLlama3Scaling) {
 }
 
 }  // namespace
+// LongRoPE: the original context caps the usable one (only the short factors exist), so a phi3
+// file without it is refused rather than run past it; other architectures are told so.
+TEST(ModelConfigTest, LongRopeCapsTheContextAndNeedsItsKeysAndTensors) {
+  TinySpec s;
+  s.arch = "phi3";
+  s.n_ctx = 256;
+  s.longrope = true;
+  s.longrope_original_context = 64;
+  s.longrope_attn_factor = 1.25f;
+  auto c = config_of(tiny_writer(s));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->rope_scaling.type, RopeScalingType::kLongRope);
+  EXPECT_EQ(c->n_ctx_train, 64);
+  EXPECT_FLOAT_EQ(c->rope_scaling.attn_factor, 1.25f);
+
+  GgufWriter no_orig;  // the factor tensors without the original context key
+  TinySpec plain = s;
+  plain.longrope = false;
+  add_tiny_metadata(no_orig, plain);
+  add_tiny_tensors(no_orig, s);
+  auto missing = config_of(no_orig);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("phi3.rope.scaling.original_context_length"),
+            std::string::npos)
+      << missing.error().message;
+
+  TinySpec qwen = s;
+  qwen.arch = "qwen3";
+  GgufWriter w;
+  add_tiny_metadata(w, qwen);
+  add_tiny_tensors(w, qwen);
+  w.add("qwen3.rope.scaling.type", gguf_string("longrope"));
+  auto other = config_of(w);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message.find("phi3 only"), std::string::npos) << other.error().message;
+}
+
 }  // namespace novaserve
