@@ -121,6 +121,7 @@ class Backend {
  protected:
   /// The step plan_attention last received (the defaults' n_rows and shape).
   const AttentionStep& planned_step() const { return planned_; }
+  /// Records the step an override of plan_attention planned (step.seqs must outlive the step).
   void set_planned_step(const AttentionStep& step) { planned_ = step; }
 
  private:

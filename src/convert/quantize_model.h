@@ -50,8 +50,9 @@ struct ClassSize {
   std::string out_types;  ///< distinct output types, likewise
 };
 
-/// Sums `plan` by tensor class, in the order token_embd, attn_q, attn_k, attn_v, attn_output,
-/// ffn_gate, ffn_up, ffn_down, output, norm, other; classes without tensors are left out.
+/// Sums `plan` by tensor class, in the order token_embd, attn_q, attn_k, attn_v, attn_qkv,
+/// attn_output, ffn_gate, ffn_up, ffn_down, output, norm, other; classes without tensors are left
+/// out.
 std::vector<ClassSize> size_by_class(const std::vector<TensorPlan>& plan);
 
 struct QuantizeModelOptions {

@@ -70,7 +70,11 @@ class LlamaForward {
   Status run(Backend& b, const ForwardInputs& in, const ForwardBuffers& buf, LayerRange range,
              ActQuant mode) const;
 
+  /// The RoPE parameters every step uses (rope_params of the config; freq_factors point into
+  /// the weights' memory).
   const RopeParams& rope() const { return rope_; }
+  /// The attention geometry (attention_shape of the config) for Backend::reserve and the steps'
+  /// AttentionStep.
   const AttentionShape& attention_shape() const { return shape_; }
 
  private:

@@ -87,6 +87,13 @@ Status LlamaModel::forward_layers(std::span<const ForwardSeq> seqs, LayerRange r
   const int64_t n_rows = rows->n_rows;
   const int64_t n_logit_rows = rows->n_logit_rows;
   if (n_rows == 0) return {};
+  if (range.first > 0 && step_rows_ != n_rows) {
+    // The stage would read rows the previous one never wrote (or miss some it did).
+    return Err(ErrorCode::kInvalidInput, "layers from " + std::to_string(range.first) +
+                                             " read a hidden state of " +
+                                             std::to_string(step_rows_) +
+                                             " rows, but the step has " + std::to_string(n_rows));
+  }
   ensure_capacity(n_rows, n_logit_rows);
 
   attn_seqs_.resize(seqs.size());
@@ -148,11 +155,18 @@ std::span<const float> LlamaModel::hidden() const {
   return {x_.data(), static_cast<size_t>(step_rows_ * config_.n_embd)};
 }
 
-void LlamaModel::set_hidden(std::span<const float> x) {
-  NOVASERVE_CHECK(x.size() % static_cast<size_t>(config_.n_embd) == 0) << x.size();
-  const auto n_rows = static_cast<int64_t>(x.size()) / config_.n_embd;
+Status LlamaModel::set_hidden(std::span<const float> x) {
+  const auto n_embd = static_cast<size_t>(config_.n_embd);
+  if (x.empty() || x.size() % n_embd != 0) {
+    return Err(ErrorCode::kInvalidInput, "hidden state of " + std::to_string(x.size()) +
+                                             " values is not a whole number of rows of " +
+                                             std::to_string(n_embd));
+  }
+  const auto n_rows = static_cast<int64_t>(x.size() / n_embd);
   ensure_capacity(n_rows, 0);
   std::copy(x.begin(), x.end(), x_.begin());
+  step_rows_ = n_rows;
+  return {};
 }
 
 const float* LlamaModel::logits(size_t seq, int32_t token) const {

@@ -38,13 +38,15 @@ class LlamaModel final : public ModelRunner {
   /// forward() for layers `range` only (LlamaForward::run): a range that ends before the last
   /// layer computes no logits and leaves the hidden state in hidden(); one that starts after
   /// layer 0 reads it from there (set_hidden() copies one in). Errors: those of forward(), and
-  /// kInvalidInput for an empty or out-of-bounds range.
+  /// kInvalidInput for an empty or out-of-bounds range, or for a range starting after layer 0
+  /// when the hidden state does not hold exactly this step's rows.
   Status forward_layers(std::span<const ForwardSeq> seqs, LayerRange range, ActQuant mode);
-  /// The residual stream after the last forward_layers(): [n_rows][n_embd] f32.
+  /// The residual stream after the last forward_layers() (or set_hidden()): [n_rows][n_embd] f32.
   std::span<const float> hidden() const;
   /// Replaces the residual stream that the next forward_layers() starting after layer 0 reads;
-  /// `x` must hold that step's n_rows * n_embd values (checked).
-  void set_hidden(std::span<const float> x);
+  /// `x` holds that step's n_rows * n_embd values. Errors: kInvalidInput when x is empty or not
+  /// a whole number of n_embd rows (the next step's row count is checked by forward_layers).
+  Status set_hidden(std::span<const float> x);
 
   /// Runs one step for `seqs`, writing their new K/V into their caches, and computes logits.
   /// `mode`: ActQuant::kNone (exact f32 activations) or kQ8 (8-bit activations, faster).
@@ -77,7 +79,7 @@ class LlamaModel final : public ModelRunner {
   // Step state, sized grow-only.
   int64_t rows_capacity_ = 0;
   int64_t logit_rows_capacity_ = 0;
-  int64_t step_rows_ = 0;  // rows of the last step
+  int64_t step_rows_ = 0;  // rows x_ holds: the last step's, or set_hidden's
   std::vector<int32_t> ids_, pos_, logit_rows_;
   std::vector<float> x_, h_, q_, k_, v_, attn_, o_, gate_, up_, act_, rope_table_;
   std::vector<float> final_h_, logits_;

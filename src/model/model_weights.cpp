@@ -43,12 +43,18 @@ Result<WeightMatrix> load_matrix(const GgufFile& f, const std::string& name, int
   NOVASERVE_RETURN_IF_ERROR(
       check_shape(info, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_out)}));
   const auto traits = ggml_type_traits(info.type);
-  const bool usable =
-      for_matmul ? matmul_check(info.type, n_in).ok() : dequantize_blocks_fn(info.type) != nullptr;
-  if (!usable) {
-    return Err(ErrorCode::kUnsupported,
-               "tensor '" + name + "' has type " + std::string(traits.name) + ", which the " +
-                   (for_matmul ? "matmul" : "embedding lookup") + " does not support");
+  if (for_matmul) {
+    // matmul_check says why: the type, or an n_in that is not a multiple of its blocks.
+    const Status st = matmul_check(info.type, n_in);
+    if (!st.ok()) {
+      return Err(st.error().code, "tensor '" + name + "' (type " + std::string(traits.name) +
+                                      ", shape " + shape_str(info.dims) +
+                                      "): " + st.error().message);
+    }
+  } else if (dequantize_blocks_fn(info.type) == nullptr) {
+    return Err(ErrorCode::kUnsupported, "tensor '" + name + "' has type " +
+                                            std::string(traits.name) +
+                                            ", which the embedding lookup does not support");
   }
   const auto row_bytes = ggml_row_bytes(info.type, static_cast<uint64_t>(n_in));
   if (!row_bytes || *row_bytes * static_cast<uint64_t>(n_out) != info.nbytes) {

@@ -35,10 +35,10 @@ struct LayerWeights {
 /// What the forward pass reads of a model's weights: non-owning views, host pointers
 /// (ModelWeights) or device pointers (a GPU runner's copy).
 struct WeightViews {
-  WeightMatrix tok_embd;
-  WeightMatrix output;
-  const float* output_norm = nullptr;
-  std::span<const LayerWeights> layers;
+  WeightMatrix tok_embd;                     ///< token_embd.weight [n_vocab x n_embd]
+  WeightMatrix output;                       ///< output.weight (tok_embd's data when tied)
+  const float* output_norm = nullptr;        ///< output_norm.weight [n_embd] f32
+  std::span<const LayerWeights> layers;      ///< [n_layer]
   const float* rope_freq_factors = nullptr;  ///< [n_rot/2] or null
 };
 

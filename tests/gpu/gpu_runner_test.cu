@@ -114,6 +114,12 @@ std::vector<TinyCase> tiny_cases() {
   phi3.longrope_attn_factor = 1.1f;
   phi3.longrope_original_context = 128;
   cases.push_back({"phi3 (fused qkv and gate/up views, LongRoPE, Q4_0)", phi3});
+  // Phi-4-mini ties its head: the Q4_0 output is a repacked copy of the embedding
+  // (GpuLlamaRunner::repack_q4_0), beside the repacked views.
+  testing::TinySpec phi3_tied = phi3;
+  phi3_tied.embd_type = GgmlType::kQ4_0;
+  phi3_tied.tied = true;
+  cases.push_back({"phi3 (tied Q4_0 head, views, LongRoPE)", phi3_tied});
   return cases;
 }
 

@@ -41,9 +41,9 @@ class CpuBackend final : public Backend {
                  int32_t block_size) override;
 
  private:
-  // Calls fn(row) for rows [0, n_rows), split across threads when n_rows * row_cost is large.
   // The planned sequences with their views of `layer` (in layer_seqs_).
   const AttentionSeq* layer_seqs(int64_t layer);
+  // Calls fn(row) for rows [0, n_rows), split across threads when n_rows * row_cost is large.
   template <typename Fn>
   void for_rows(int64_t n_rows, int64_t row_cost, const Fn& fn);
 

@@ -72,12 +72,19 @@ Result<DeviceWeights> DeviceWeights::create(const ModelWeights& host, const Mode
   for (size_t il = 0; il < d.layers.size(); ++il) {
     LayerWeights& l = d.layers[il];
     const std::string p = "blk." + std::to_string(il) + ".";
-    NOVASERVE_RETURN_IF_ERROR(map_matrix(l.wq, arena, p + "attn_q.weight"));
-    NOVASERVE_RETURN_IF_ERROR(map_matrix(l.wk, arena, p + "attn_k.weight"));
-    NOVASERVE_RETURN_IF_ERROR(map_matrix(l.wv, arena, p + "attn_v.weight"));
+    // phi3's q/k/v and gate/up are row ranges of attn_qkv and ffn_up: name the file's tensor.
+    const bool fused = config.fused_qkv_gate_up;
+    NOVASERVE_RETURN_IF_ERROR(
+        map_matrix(l.wq, arena, p + (fused ? "attn_qkv.weight (q rows)" : "attn_q.weight")));
+    NOVASERVE_RETURN_IF_ERROR(
+        map_matrix(l.wk, arena, p + (fused ? "attn_qkv.weight (k rows)" : "attn_k.weight")));
+    NOVASERVE_RETURN_IF_ERROR(
+        map_matrix(l.wv, arena, p + (fused ? "attn_qkv.weight (v rows)" : "attn_v.weight")));
     NOVASERVE_RETURN_IF_ERROR(map_matrix(l.wo, arena, p + "attn_output.weight"));
-    NOVASERVE_RETURN_IF_ERROR(map_matrix(l.w_gate, arena, p + "ffn_gate.weight"));
-    NOVASERVE_RETURN_IF_ERROR(map_matrix(l.w_up, arena, p + "ffn_up.weight"));
+    NOVASERVE_RETURN_IF_ERROR(
+        map_matrix(l.w_gate, arena, p + (fused ? "ffn_up.weight (gate rows)" : "ffn_gate.weight")));
+    NOVASERVE_RETURN_IF_ERROR(
+        map_matrix(l.w_up, arena, p + (fused ? "ffn_up.weight (up rows)" : "ffn_up.weight")));
     NOVASERVE_RETURN_IF_ERROR(map_matrix(l.w_down, arena, p + "ffn_down.weight"));
     packer.add(&l.attn_norm, n_embd);
     packer.add(&l.ffn_norm, n_embd);

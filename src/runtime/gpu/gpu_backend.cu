@@ -78,22 +78,23 @@ Status GpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_rows,
 Status GpuBackend::matmul_qkv(const WeightMatrix& wq, const WeightMatrix& wk,
                               const WeightMatrix& wv, const float* x, int64_t n, float* q, float* k,
                               float* v, ActQuant mode) {
+  const WeightMatrix ws[] = {wq, wk, wv};
+  float* const ys[] = {q, k, v};
+  const bool all_q4_0 = std::all_of(std::begin(ws), std::end(ws), [](const WeightMatrix& m) {
+    return m.type == GgmlType::kQ4_0;
+  });
+  if (!all_q4_0 || !matmul_.takes_gemv(n)) {
+    // Three matmuls (each timed in its registered bucket, kMatmulQkv): the one composition.
+    return Backend::matmul_qkv(wq, wk, wv, x, n, q, k, v, mode);
+  }
   return timed(ProfOp::kMatmulQkv, [&]() -> Status {
-    const WeightMatrix ws[] = {wq, wk, wv};
-    float* const ys[] = {q, k, v};
-    const bool all_q4_0 = std::all_of(std::begin(ws), std::end(ws), [](const WeightMatrix& m) {
-      return m.type == GgmlType::kQ4_0;
-    });
-    if (all_q4_0 && gemv_q8(wq, n, mode)) {
+    if (gemv_q8(wq, n, mode)) {
       ActQ8 xq;
       NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, n, wq.n_in, xq));
       return gemv_q4_0_q8(ws, xq, n, ys, false, stream_);
     }
-    if (all_q4_0 && matmul_.takes_gemv(n)) {  // one launch, the same bits as one per matrix
-      return gemv_q4_0_split_multi(ws, x, n, ys, stream_);
-    }
-    for (int i = 0; i < 3; ++i) NOVASERVE_RETURN_IF_ERROR(plain_matmul(ws[i], x, n, ys[i], mode));
-    return {};
+    // One launch, the same bits as one per matrix.
+    return gemv_q4_0_split_multi(ws, x, n, ys, stream_);
   });
 }
 
@@ -113,11 +114,8 @@ Status GpuBackend::gate_up_swiglu(const WeightMatrix& w_gate, const WeightMatrix
       return gemv_q4_0_split_swiglu(w_gate, w_up, x, n, out, stream_);
     });
   }
-  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulGateUp, [&]() -> Status {
-    NOVASERVE_RETURN_IF_ERROR(plain_matmul(w_gate, x, n, gate, mode));
-    return plain_matmul(w_up, x, n, up, mode);
-  }));
-  return swiglu(gate, up, n, w_gate.n_out, out);
+  // Two matmuls (timed in their registered bucket, kMatmulGateUp) and SwiGLU: the composition.
+  return Backend::gate_up_swiglu(w_gate, w_up, x, n, gate, up, out, mode);
 }
 
 Status GpuBackend::embed(const WeightMatrix& table, const int32_t* ids, int64_t n, float* out) {

@@ -232,6 +232,7 @@ Status GpuLlamaRunner::ensure(int64_t rows, int64_t logit_rows, int64_t seqs, in
     split_planned_context_ = max_context_;
   }
   NOVASERVE_RETURN_IF_ERROR(matmul_->reserve(rows, std::max({c.n_embd, c.n_ff, c.q_dim()})));
+  attn_seqs_.reserve(seqs);
   seq_logit_row_.reserve(seqs);
   seq_n_new_.reserve(seqs);
   seq_all_logits_.reserve(seqs);

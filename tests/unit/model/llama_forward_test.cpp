@@ -273,7 +273,7 @@ TEST(LlamaForwardTest, LayerRangesHandOnTheHiddenStateBitForBit) {
     ASSERT_TRUE(first.model->forward_layers({&seq, 1}, {0, 1}, ActQuant::kNone).ok());
     const std::vector<float> hidden(first.model->hidden().begin(), first.model->hidden().end());
     EXPECT_EQ(hidden.size(), kTokens.size() * s.n_embd);
-    second.model->set_hidden(hidden);
+    ASSERT_TRUE(second.model->set_hidden(hidden).ok());
     seq.kv = kv_second->view();
     ASSERT_TRUE(second.model->forward_layers({&seq, 1}, {1, 2}, ActQuant::kNone).ok());
     for (size_t t = 0; t < kTokens.size(); ++t) {
@@ -283,6 +283,15 @@ TEST(LlamaForwardTest, LayerRangesHandOnTheHiddenStateBitForBit) {
     }
     EXPECT_FALSE(first.model->forward_layers({&seq, 1}, {1, 1}, ActQuant::kNone).ok());
     EXPECT_FALSE(first.model->forward_layers({&seq, 1}, {0, 3}, ActQuant::kNone).ok());
+    // A hidden state that is not whole rows, or not this step's rows, is refused.
+    EXPECT_FALSE(second.model->set_hidden({hidden.data(), hidden.size() - 1}).ok());
+    EXPECT_FALSE(second.model->set_hidden({}).ok());
+    ASSERT_TRUE(second.model->set_hidden({hidden.data(), static_cast<size_t>(s.n_embd)}).ok());
+    const auto st = second.model->forward_layers({&seq, 1}, {1, 2}, ActQuant::kNone);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code, ErrorCode::kInvalidInput);
+    EXPECT_NE(st.error().message.find("hidden state of 1 rows"), std::string::npos)
+        << st.error().message;
   }
 }
 

@@ -112,6 +112,54 @@ TEST(ModelWeightsTest, UnusableTypeIsRejected) {
   EXPECT_NE(w2.error().message.find("blk.0.attn_v.weight"), std::string::npos);
 }
 
+// An f32 attn_output whose n_in (q_dim = 4 heads x 17) is not a multiple of the matmul's 32-value
+// activation blocks: the error names the tensor and the width rule (it used to claim that the
+// matmul does not support f32 at all).
+TEST(ModelWeightsTest, MatrixWidthTheMatmulCannotTakeIsExplained) {
+  TinySpec s;
+  s.n_layer = 1;
+  GgufWriter gw;
+  add_tiny_metadata(gw, s);
+  gw.add("llama.attention.key_length", gguf_u32(17));
+  gw.add("llama.attention.value_length", gguf_u32(17));
+  gw.add("llama.rope.dimension_count", gguf_u32(16));
+  auto matrix = [&](const std::string& name, GgmlType type, uint64_t n_in, uint64_t n_out) {
+    const std::vector<float> m(n_in * n_out, 0.25f);
+    std::vector<uint8_t> bytes(m.size() * 4);
+    std::memcpy(bytes.data(), m.data(), bytes.size());
+    ASSERT_TRUE(gw.add_tensor(name, type, {n_in, n_out},
+                              type == GgmlType::kF32
+                                  ? bytes
+                                  : testing::quantize_matrix(type, m, static_cast<int64_t>(n_out),
+                                                             static_cast<int64_t>(n_in)))
+                    .ok())
+        << name;
+  };
+  auto vector = [&](const std::string& name, uint64_t n) {
+    std::vector<uint8_t> bytes(n * 4);
+    const std::vector<float> ones(n, 1.0f);
+    std::memcpy(bytes.data(), ones.data(), bytes.size());
+    ASSERT_TRUE(gw.add_tensor(name, GgmlType::kF32, {n}, bytes).ok()) << name;
+  };
+  matrix("token_embd.weight", GgmlType::kQ8_0, 64, 40);
+  vector("output_norm.weight", 64);
+  vector("blk.0.attn_norm.weight", 64);
+  matrix("blk.0.attn_q.weight", GgmlType::kQ8_0, 64, 68);
+  matrix("blk.0.attn_k.weight", GgmlType::kQ8_0, 64, 34);
+  matrix("blk.0.attn_v.weight", GgmlType::kQ8_0, 64, 34);
+  matrix("blk.0.attn_output.weight", GgmlType::kF32, 68, 64);
+  auto t = parse_writer(gw);
+  ASSERT_TRUE(t.file);
+  auto c = ModelConfig::from_gguf(*t.file);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  auto w = ModelWeights::from_gguf(*t.file, *c);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.error().code, ErrorCode::kInvalidInput) << w.error().message;
+  for (const char* part : {"blk.0.attn_output.weight", "f32", "[68, 64]", "multiple of 32"}) {
+    EXPECT_NE(w.error().message.find(part), std::string::npos) << w.error().message;
+  }
+}
+
 TEST(ModelWeightsTest, NonFiniteNormIsRejected) {
   TinySpec s;
   auto w = weights_of(s, "output_norm.weight", [](GgufWriter& gw) {
