@@ -55,6 +55,11 @@ Status read_rope_scaling(const GgufFile& f, const std::string& arch, ModelConfig
   s.factor = *factor;
   // Phi-3 GGUFs mark LongRoPE by its factor tensors (llama.cpp writes no type key for it).
   const bool longrope_tensors = f.find_tensor("rope_factors_short.weight") != nullptr;
+  if (!longrope_tensors && f.find_tensor("rope_factors_long.weight") != nullptr) {
+    return Err(ErrorCode::kNotFound,
+               "'rope_factors_long.weight' without 'rope_factors_short.weight': LongRoPE needs "
+               "the short factors (the long ones are not implemented)");
+  }
   if (type == "longrope" || type == "su" || (type == "none" && longrope_tensors)) {
     if (c.arch != ModelArch::kPhi3) {
       return Err(ErrorCode::kUnsupported,

@@ -190,22 +190,27 @@ double act_quant_bound(std::shared_ptr<const GgufFile> file,
 }
 
 TEST_F(GpuRunnerTest, Q4_0WithQ8ActivationsMatchesCpuQ8) {
-  testing::TinySpec s = tiny_cases()[2].spec;  // Q4_0
-  auto file = testing::make_tiny_model(s);
-  // Batch 8 decodes through the kQ8 GEMV; 32 through the tensor-core GEMMs (f32 activations).
-  for (int batch : {8, 32}) {
-    const auto prompts = random_prompts(batch, 60, s.n_vocab, 13);
-    const double tol = act_quant_bound(file.file, prompts, 48);
-    for (bool graphs : {true, false}) {
-      auto cpu = cpu_runner(file.file);
-      auto gpu = gpu_runner(file.file, graphs);
-      ASSERT_TRUE(cpu && gpu);
-      const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 48, 16, tol, GgmlType::kF16,
-                                            std::nullopt, ActQuant::kQ8);
-      report(
-          ("tiny q4_0, kQ8, batch " + std::to_string(batch) + (graphs ? ", graphs" : "")).c_str(),
-          r);
-      EXPECT_GT(r.compared_rows, 0);
+  for (const TinyCase& tc : tiny_cases()) {
+    if (tc.spec.matrix_type != GgmlType::kQ4_0) continue;  // llama, qwen3 and phi3 Q4_0 cases
+    SCOPED_TRACE(tc.name);
+    const testing::TinySpec& s = tc.spec;
+    auto file = testing::make_tiny_model(s);
+    // Batch 8 decodes through the kQ8 GEMV; 32 through the tensor-core GEMMs (f32 activations).
+    for (int batch : {8, 32}) {
+      const auto prompts = random_prompts(batch, 60, s.n_vocab, 13);
+      const double tol = act_quant_bound(file.file, prompts, 48);
+      for (bool graphs : {true, false}) {
+        auto cpu = cpu_runner(file.file);
+        auto gpu = gpu_runner(file.file, graphs);
+        ASSERT_TRUE(cpu && gpu);
+        const LockstepReport r = run_lockstep(*cpu, *gpu, prompts, 48, 16, tol, GgmlType::kF16,
+                                              std::nullopt, ActQuant::kQ8);
+        report((std::string(tc.name) + ", kQ8, batch " + std::to_string(batch) +
+                (graphs ? ", graphs" : ""))
+                   .c_str(),
+               r);
+        EXPECT_GT(r.compared_rows, 0);
+      }
     }
   }
 }

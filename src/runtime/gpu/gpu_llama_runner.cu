@@ -330,7 +330,12 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
 
   in_.build(seqs, padded, pool_.block_size);
   attn_seqs_.resize(seqs.size());
-  for (int32_t s = 0; s < n_seqs; ++s) {  // what plan_attention reads: the pool, per sequence
+  // The host description of the step (the device CSR arrays of in_ are what the kernels read;
+  // the padding sequences of a decode bucket have rows there but no entry here).
+  int64_t row = 0;
+  for (int32_t s = 0; s < n_seqs; ++s) {
+    attn_seqs_[s].row_begin = row;
+    row += static_cast<int64_t>(seqs[s].tokens.size());
     attn_seqs_[s].n_new = static_cast<int32_t>(seqs[s].tokens.size());
     attn_seqs_[s].pos0 = seqs[s].pos0;
     attn_seqs_[s].kv = seqs[s].kv.layer(0);
