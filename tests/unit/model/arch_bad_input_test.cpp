@@ -195,9 +195,18 @@ TEST(ArchBadInputTest, Qwen3WithAnOddHeadDimLoadsAndRuns) {
 }
 
 // phi3 with LongRoPE factor tensors `short_f` and `long_f` (null: not written).
+// A phi3 file with LongRoPE factor tensors and (unless `original_context` is 0) the required
+// original context key; `extra` adds further keys.
 GgufWriter phi3_longrope(const std::vector<float>* short_f, const std::vector<float>* long_f,
-                         const std::function<void(GgufWriter&)>& extra = nullptr) {
-  return writer_of(phi3(), "", extra, [&](GgufWriter& w) {
+                         const std::function<void(GgufWriter&)>& extra = nullptr,
+                         uint32_t original_context = 32) {
+  const auto keys = [&](GgufWriter& w) {
+    if (original_context > 0) {
+      w.add("phi3.rope.scaling.original_context_length", gguf_u32(original_context));
+    }
+    if (extra) extra(w);
+  };
+  return writer_of(phi3(), "", keys, [&](GgufWriter& w) {
     if (short_f != nullptr) add_f32(w, "rope_factors_short.weight", *short_f);
     if (long_f != nullptr) add_f32(w, "rope_factors_long.weight", *long_f);
   });
@@ -220,15 +229,15 @@ TEST(ArchBadInputTest, LongRopeFactorsMustBeFinitePositiveAndOfHalfTheRotatedDim
                {"rope_factors_short.weight", "[7]", "[8]"});
 }
 
-TEST(ArchBadInputTest, LongRopeWithoutItsTensorsOrOnAnotherArchIsUnsupported) {
+TEST(ArchBadInputTest, LongRopeWithoutItsTensorsOrOnAnotherArchIsRefused) {
   const auto typed = [](GgufWriter& w) {
     w.add("phi3.rope.scaling.type", gguf_string("longrope"));
   };
-  expect_error(load_and_run(phi3_longrope(nullptr, nullptr, typed)), ErrorCode::kUnsupported,
+  expect_error(load_and_run(phi3_longrope(nullptr, nullptr, typed)), ErrorCode::kNotFound,
                {"LongRoPE", "rope_factors_short.weight"});
   const std::vector<float> good(8, 1.5f);
   // Only the long factors: still no short ones to run with.
-  expect_error(load_and_run(phi3_longrope(nullptr, &good, typed)), ErrorCode::kUnsupported,
+  expect_error(load_and_run(phi3_longrope(nullptr, &good, typed)), ErrorCode::kNotFound,
                {"rope_factors_short.weight"});
 
   TinySpec llama;
@@ -252,7 +261,9 @@ TEST(ArchBadInputTest, LongRopeKeysOutOfRangeAreNamed) {
   const auto zero_ctx = [](GgufWriter& w) {
     w.add("phi3.rope.scaling.original_context_length", gguf_u32(0));
   };
-  expect_error(load_and_run(phi3_longrope(&good, &good, zero_ctx)), ErrorCode::kInvalidInput,
+  expect_error(load_and_run(phi3_longrope(&good, &good, zero_ctx, 0)), ErrorCode::kInvalidInput,
+               {"phi3.rope.scaling.original_context_length"});
+  expect_error(load_and_run(phi3_longrope(&good, &good, nullptr, 0)), ErrorCode::kNotFound,
                {"phi3.rope.scaling.original_context_length"});
 }
 
