@@ -91,7 +91,6 @@ int run(const BenchFlags& f) {
                 " tokens exceeds the model's context of " + std::to_string(cfg->n_ctx_train));
   }
   EngineOptions o;
-  o.make_runner = std::move(make_runner.value());
   o.gpu_memory_utilization = f.device.gpu_memory_utilization;
   o.kv_cache_memory = f.kv_cache_memory;
   o.kv_cache_dtype = kv_type.value();
@@ -103,6 +102,14 @@ int run(const BenchFlags& f) {
     o.kv_cache_memory = max_batch * ((max_len + o.block_size - 1) / o.block_size) *
                         PagedKvCache::bytes_per_block(*cfg, o.block_size, o.kv_cache_dtype);
   }
+  // Again with the KV pool size, which a pipeline's auto layer split counts (the flags were
+  // checked above, so this cannot fail).
+  make_runner = device_runner_factory(f.device, f.threads, o.kv_cache_memory);
+  if (!make_runner.ok()) return fail(make_runner.error().message);
+  if (auto st = check_pipeline_split(f.device, *gguf, o.kv_cache_memory); !st.ok()) {
+    return fail(f.model + ": " + st.error().message);
+  }
+  o.make_runner = std::move(make_runner.value());
   o.act_quant = f.exact ? ActQuant::kNone : ActQuant::kQ8;
   o.scheduler.max_num_seqs = *std::max_element(f.batch.begin(), f.batch.end());
   o.scheduler.max_num_batched_tokens = std::max(f.max_num_batched_tokens, o.scheduler.max_num_seqs);

@@ -5,6 +5,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "model/kv_view.h"
 #include "model/llama_model.h"
+#include "runtime/pipeline/cpu_pipeline.h"
 #if defined(NOVASERVE_WITH_GPU)
 #include "backend/gpu/platform/gpu_device_info.h"
 #include "runtime/gpu/gpu_runner.h"
@@ -22,6 +23,19 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
   cmd.add_flag("--no-graphs", f.no_graphs,
                "launch GPU decode steps kernel by kernel instead of replaying CUDA/HIP graphs")
       ->each(given);
+  const auto pipeline_given = [&f](const std::string&) { f.pipeline_flags_given = true; };
+  cmd.add_option("--pipeline-parallel", f.pipeline_parallel,
+                 "pipeline stages: split the layers over N devices (CPU stages for now)")
+      ->capture_default_str();
+  cmd.add_option("--layer-split", f.layer_split,
+                 "layers per pipeline stage: auto (balance weights + KV per stage) or a list "
+                 "such as 12,12,6")
+      ->capture_default_str()
+      ->each(pipeline_given);
+  cmd.add_flag("--micro-batching,!--no-micro-batching", f.micro_batching,
+               "split a pipeline step's sequences into one micro-batch per stage (on by "
+               "default)")
+      ->each(pipeline_given);
   if (with_memory_utilization) {
     cmd.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
                    "share of GPU memory for weights, workspaces and KV cache; the KV pool gets "
@@ -41,7 +55,8 @@ Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string&
   return *type;
 }
 
-Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads) {
+Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads,
+                                            uint64_t kv_bytes) {
   if (f.device != "cpu" && f.device != "cuda" && f.device != "hip") {
     return Err(ErrorCode::kInvalidInput,
                "--device must be cpu, cuda or hip (got '" + f.device + "')");
@@ -52,11 +67,33 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
   if (!(f.gpu_memory_utilization > 0.0 && f.gpu_memory_utilization <= 1.0)) {
     return Err(ErrorCode::kInvalidInput, "--gpu-memory-utilization must be in (0, 1]");
   }
+  if (f.pipeline_parallel < 1 || f.pipeline_parallel > 1024) {
+    return Err(ErrorCode::kInvalidInput, "--pipeline-parallel must be in [1, 1024] (got " +
+                                             std::to_string(f.pipeline_parallel) + ")");
+  }
+  if (f.pipeline_parallel == 1 && f.pipeline_flags_given) {
+    return Err(ErrorCode::kInvalidInput,
+               "--layer-split and --micro-batching apply to --pipeline-parallel > 1 only");
+  }
+  if (f.pipeline_parallel > 1 && f.device != "cpu") {
+    return Err(ErrorCode::kInvalidInput,
+               "--pipeline-parallel > 1 runs CPU stages only for now (GPU stages and the NCCL "
+               "transport are not implemented: docs/multi-gpu.md)");
+  }
   if (f.device == "cpu") {
     if (f.gpu_flags_given) {
       return Err(ErrorCode::kInvalidInput,
                  "--gpu, --no-graphs and --gpu-memory-utilization apply to --device cuda or hip "
                  "only (this run uses the CPU)");
+    }
+    if (f.pipeline_parallel > 1) {
+      const PipelineConfig pipeline{f.pipeline_parallel, f.layer_split, f.micro_batching, kv_bytes};
+      return RunnerFactory([pipeline, cpu_threads](std::shared_ptr<const GgufFile> file)
+                               -> Result<std::unique_ptr<ModelRunner>> {
+        auto runner = create_cpu_pipeline(std::move(file), pipeline, cpu_threads);
+        if (!runner.ok()) return runner.error();
+        return std::unique_ptr<ModelRunner>(std::move(runner.value()));
+      });
     }
     return RunnerFactory([cpu_threads](std::shared_ptr<const GgufFile> file)
                              -> Result<std::unique_ptr<ModelRunner>> {
@@ -78,6 +115,14 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
                                            ": this novaserve was built without it (build with "
                                            "`cmake --preset " +
                                            preset + "`)");
+}
+
+Status check_pipeline_split(const DeviceFlags& f, const GgufFile& file, uint64_t kv_bytes) {
+  if (f.pipeline_parallel <= 1) return {};
+  auto split = choose_layer_split(
+      file, PipelineConfig{f.pipeline_parallel, f.layer_split, f.micro_batching, kv_bytes});
+  if (!split.ok()) return split.error();
+  return {};
 }
 
 namespace {

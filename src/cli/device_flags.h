@@ -1,5 +1,6 @@
 // The device flags shared by `serve`, `generate` and `bench`: --device cpu|cuda|hip, --gpu N,
-// --no-graphs and --gpu-memory-utilization, and the ModelRunner factory they select.
+// --no-graphs and --gpu-memory-utilization, the pipeline flags (--pipeline-parallel N,
+// --layer-split, --micro-batching), and the ModelRunner factory they select.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 
 #include "common/result.h"
 #include "engine/engine.h"
+#include "gguf/gguf_file.h"
 #include "quant/ggml_type.h"
 
 namespace CLI {
@@ -23,9 +25,13 @@ struct DeviceFlags {
   double gpu_memory_utilization = 0.90;
   /// Whether --gpu, --no-graphs or --gpu-memory-utilization appeared on the command line.
   bool gpu_flags_given = false;
+  int64_t pipeline_parallel = 1;      ///< --pipeline-parallel: stages (1 = no pipeline)
+  std::string layer_split = "auto";   ///< --layer-split: auto or per-stage layer counts
+  bool micro_batching = true;         ///< --micro-batching / --no-micro-batching
+  bool pipeline_flags_given = false;  ///< --layer-split or --(no-)micro-batching appeared
 };
 
-/// Adds --device, --gpu and --no-graphs, plus --gpu-memory-utilization when
+/// Adds --device, --gpu, --no-graphs and the pipeline flags, plus --gpu-memory-utilization when
 /// `with_memory_utilization` (commands whose KV pool is sized by the engine).
 void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilization);
 
@@ -40,12 +46,23 @@ inline bool is_gpu_device(const DeviceFlags& f) {
 Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string& name);
 
 /// The runner factory of --device: LlamaModel on a CpuBackend of `cpu_threads` threads (0 = all
-/// cores) for cpu, the GPU runner for cuda/hip. The one place that constructs a concrete backend
-/// for the engine; the caller checks `cpu_threads` >= 0. Errors: kInvalidInput for an unknown
-/// device, a negative --gpu, a --gpu-memory-utilization outside (0, 1], GPU-only flags with
-/// --device cpu (they would do nothing), or a GPU backend this binary was built without (naming
-/// the CMake preset that builds it).
-Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads);
+/// cores) for cpu, the GPU runner for cuda/hip; with --pipeline-parallel N > 1 (CPU only), a
+/// PipelineRunner of N CPU stages (runtime/pipeline/cpu_pipeline.h) whose auto split counts
+/// `kv_bytes` of KV pool (the engine's --kv-cache-memory; 0 where it is not known ahead). The one
+/// place that constructs a concrete backend for the engine; the caller checks `cpu_threads` >= 0.
+/// Errors: kInvalidInput for an unknown device, a negative --gpu, a --gpu-memory-utilization
+/// outside (0, 1], GPU-only flags with --device cpu (they would do nothing), a
+/// --pipeline-parallel outside [1, 1024] or above 1 on a GPU (not implemented yet), pipeline
+/// flags without --pipeline-parallel > 1, or a GPU backend this binary was built without (naming
+/// the CMake preset that builds it). The factory's own errors include a --layer-split that does
+/// not fit the model (one line: parse_layer_split).
+Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads,
+                                            uint64_t kv_bytes = 0);
+
+/// With --pipeline-parallel > 1: whether --layer-split fits the model in `file` (the split is
+/// chosen as the runner factory will, with `kv_bytes` of KV pool), so that a bad split fails
+/// with one line before any start-up log. Errors: one-line kInvalidInput (parse_layer_split).
+Status check_pipeline_split(const DeviceFlags& f, const GgufFile& file, uint64_t kv_bytes);
 
 /// The scheduler's batch limits for a device, used where --max-num-seqs or
 /// --max-num-batched-tokens is 0 (auto, their default).

@@ -58,7 +58,8 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f, std::string& batch
   }
   const auto kv_type = resolve_kv_cache_dtype(f.device, f.kv_cache_dtype);
   if (!kv_type.ok()) return kv_type.error();
-  auto make_runner = device_runner_factory(f.device, static_cast<int>(f.threads));
+  auto make_runner =
+      device_runner_factory(f.device, static_cast<int>(f.threads), f.kv_cache_memory);
   if (!make_runner.ok()) return make_runner.error();
   int64_t max_num_seqs = f.max_num_seqs;
   int64_t max_num_batched_tokens = f.max_num_batched_tokens;
@@ -198,17 +199,22 @@ void register_serve(CLI::App& app, int& exit_code) {
     if (eo.scheduler.max_step_ms == 0.0 && serve->slo.itl_p95.count() > 0) {
       eo.scheduler.max_step_ms = 0.8 * static_cast<double>(serve->slo.itl_p95.count());
     }
-    exit_code = run_serve(serve.value(),
-                          [eo, numa_log = numa_log.value(), batch_log](
-                              std::shared_ptr<const GgufFile> gguf, const Tokenizer& tokenizer) {
-                            // Logged here, once the model has opened, so that a bad model still
-                            // fails with one line.
-                            std::fprintf(stderr, "novaserve serve: %s\n", numa_log.c_str());
-                            if (!batch_log.empty()) {
-                              std::fprintf(stderr, "novaserve serve: %s\n", batch_log.c_str());
-                            }
-                            return create_engine(std::move(gguf), tokenizer, eo);
-                          });
+    exit_code = run_serve(
+        serve.value(),
+        [eo, numa_log = numa_log.value(), batch_log, device = engine_flags->device](
+            std::shared_ptr<const GgufFile> gguf,
+            const Tokenizer& tokenizer) -> Result<std::unique_ptr<EngineClient>> {
+          // Logged here, once the model has opened, so that a bad model (or
+          // a --layer-split it cannot take) still fails with one line.
+          if (auto st = check_pipeline_split(device, *gguf, eo.kv_cache_memory); !st.ok()) {
+            return st.error();
+          }
+          std::fprintf(stderr, "novaserve serve: %s\n", numa_log.c_str());
+          if (!batch_log.empty()) {
+            std::fprintf(stderr, "novaserve serve: %s\n", batch_log.c_str());
+          }
+          return create_engine(std::move(gguf), tokenizer, eo);
+        });
   });
 }
 

@@ -20,6 +20,11 @@ Status LlamaForward::run(Backend& b, const ForwardInputs& in, const ForwardBuffe
                                              std::to_string(range.last) + ") is not within [0, " +
                                              std::to_string(c.n_layer) + ")");
   }
+  if (in.kv_first_layer < 0 || in.kv_first_layer > range.first) {
+    return Err(ErrorCode::kInvalidInput,
+               "KV views start at layer " + std::to_string(in.kv_first_layer) +
+                   ", after the range's first layer " + std::to_string(range.first));
+  }
   const int64_t n = in.n_rows;
   NOVASERVE_RETURN_IF_ERROR(b.plan_attention(in.attention));
   if (range.first == 0) {
@@ -27,7 +32,7 @@ Status LlamaForward::run(Backend& b, const ForwardInputs& in, const ForwardBuffe
   }
   NOVASERVE_RETURN_IF_ERROR(b.rope_table(in.pos, n, rope_, buf.rope_table));
   for (int64_t il = range.first; il < range.last; ++il) {
-    NOVASERVE_RETURN_IF_ERROR(layer(b, il, il > range.first, n, buf, mode));
+    NOVASERVE_RETURN_IF_ERROR(layer(b, il, il - in.kv_first_layer, il > range.first, n, buf, mode));
   }
   if (range.last < c.n_layer) {
     // Hand on a complete hidden state: the next range's first norm adds nothing.
@@ -47,7 +52,7 @@ Status LlamaForward::run(Backend& b, const ForwardInputs& in, const ForwardBuffe
   return b.argmax_rows(buf.logits, in.n_logit_rows, c.n_vocab, buf.greedy_ids);
 }
 
-Status LlamaForward::layer(Backend& b, int64_t il, bool adds_previous, int64_t n,
+Status LlamaForward::layer(Backend& b, int64_t il, int64_t kv_layer, bool adds_previous, int64_t n,
                            const ForwardBuffers& buf, ActQuant mode) const {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[il];
@@ -69,8 +74,8 @@ Status LlamaForward::layer(Backend& b, int64_t il, bool adds_previous, int64_t n
   NOVASERVE_RETURN_IF_ERROR(b.rope(buf.q, n, shape_.n_head, shape_.head_dim, rope_.n_rot,
                                    rope_.ordering, buf.rope_table));
   NOVASERVE_RETURN_IF_ERROR(
-      b.rope_store_kv(buf.k, buf.v, il, buf.rope_table, rope_.n_rot, rope_.ordering));
-  NOVASERVE_RETURN_IF_ERROR(b.attention(buf.q, il, buf.attn));
+      b.rope_store_kv(buf.k, buf.v, kv_layer, buf.rope_table, rope_.n_rot, rope_.ordering));
+  NOVASERVE_RETURN_IF_ERROR(b.attention(buf.q, kv_layer, buf.attn));
   NOVASERVE_RETURN_IF_ERROR(b.matmul(w.wo, buf.attn, n, buf.o, mode));
 
   NOVASERVE_RETURN_IF_ERROR(

@@ -34,6 +34,9 @@ struct ForwardInputs {
   const int32_t* logit_rows = nullptr;
   int64_t n_logit_rows = 0;
   AttentionStep attention;  ///< for Backend::plan_attention (host memory)
+  /// The model layer whose K/V are layer 0 of the KV views in `attention`: 0 for a whole-model
+  /// cache, the range's first layer for a pipeline stage's pool that holds only its layers.
+  int64_t kv_first_layer = 0;
 };
 
 /// A step's f32 buffers in the backend's memory, [rows][width] row-major, sized for the step.
@@ -66,7 +69,7 @@ class LlamaForward {
   /// each layer (writing its new K/V into the caches `in.attention` describes) and, for the last
   /// range, the logits (and argmax). `mode`: ActQuant::kNone (exact) or kQ8 (8-bit activations).
   /// Errors: the first failing op's (a GPU launch), kInvalidInput for an empty or out-of-bounds
-  /// range.
+  /// range or an `in.kv_first_layer` outside [0, range.first].
   Status run(Backend& b, const ForwardInputs& in, const ForwardBuffers& buf, LayerRange range,
              ActQuant mode) const;
 
@@ -78,8 +81,9 @@ class LlamaForward {
   const AttentionShape& attention_shape() const { return shape_; }
 
  private:
-  Status layer(Backend& b, int64_t il, bool adds_previous, int64_t n, const ForwardBuffers& buf,
-               ActQuant mode) const;
+  // `il`: the model layer; `kv_layer`: its layer in the KV views.
+  Status layer(Backend& b, int64_t il, int64_t kv_layer, bool adds_previous, int64_t n,
+               const ForwardBuffers& buf, ActQuant mode) const;
 
   ModelConfig config_;
   WeightViews weights_;

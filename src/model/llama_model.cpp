@@ -67,7 +67,12 @@ std::string LlamaModel::describe() const {
 
 Status LlamaModel::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
                            int32_t block_size) {
-  ensure_capacity(max_rows, max_seqs);
+  return reserve_layers(max_rows, max_seqs, max_context, block_size, /*with_head=*/true);
+}
+
+Status LlamaModel::reserve_layers(int64_t max_rows, int64_t max_seqs, int64_t max_context,
+                                  int32_t block_size, bool with_head) {
+  ensure_capacity(max_rows, with_head ? max_seqs : 0);
   attn_seqs_.reserve(max_seqs);
   seq_logit_row_.reserve(max_seqs);
   seq_all_logits_.reserve(max_seqs);
@@ -79,8 +84,8 @@ Status LlamaModel::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
   return forward_layers(seqs, LayerRange{0, config_.n_layer}, mode);
 }
 
-Status LlamaModel::forward_layers(std::span<const ForwardSeq> seqs, LayerRange range,
-                                  ActQuant mode) {
+Status LlamaModel::forward_layers(std::span<const ForwardSeq> seqs, LayerRange range, ActQuant mode,
+                                  int64_t kv_first_layer) {
   const ModelConfig& c = config_;
   auto rows = check_forward(seqs, c);
   if (!rows.ok()) return rows.error();
@@ -94,7 +99,8 @@ Status LlamaModel::forward_layers(std::span<const ForwardSeq> seqs, LayerRange r
                                              std::to_string(step_rows_) +
                                              " rows, but the step has " + std::to_string(n_rows));
   }
-  ensure_capacity(n_rows, n_logit_rows);
+  // Only the range that ends at the last layer computes logits.
+  ensure_capacity(n_rows, range.last == c.n_layer ? n_logit_rows : 0);
 
   attn_seqs_.resize(seqs.size());
   seq_logit_row_.resize(seqs.size());
@@ -132,6 +138,7 @@ Status LlamaModel::forward_layers(std::span<const ForwardSeq> seqs, LayerRange r
   in.n_rows = n_rows;
   in.logit_rows = n_logit_rows == n_rows ? nullptr : logit_rows_.data();
   in.n_logit_rows = n_logit_rows;
+  in.kv_first_layer = kv_first_layer;
   in.attention = AttentionStep{attn_seqs_.data(), static_cast<int32_t>(seqs.size()), n_rows,
                                max_new, forward_->attention_shape()};
   ForwardBuffers buf;
@@ -163,10 +170,24 @@ Status LlamaModel::set_hidden(std::span<const float> x) {
                                              std::to_string(n_embd));
   }
   const auto n_rows = static_cast<int64_t>(x.size() / n_embd);
-  ensure_capacity(n_rows, 0);
-  std::copy(x.begin(), x.end(), x_.begin());
-  step_rows_ = n_rows;
+  std::copy(x.begin(), x.end(), hidden_input(n_rows).begin());
   return {};
+}
+
+std::span<float> LlamaModel::hidden_input(int64_t n_rows) {
+  ensure_capacity(n_rows, 0);
+  step_rows_ = n_rows;
+  return {x_.data(), static_cast<size_t>(n_rows * config_.n_embd)};
+}
+
+uint64_t LlamaModel::workspace_bytes() const {
+  uint64_t floats = 0;
+  for (const auto* v : {&x_, &h_, &q_, &k_, &v_, &attn_, &o_, &gate_, &up_, &act_, &rope_table_,
+                        &final_h_, &logits_}) {
+    floats += v->capacity();
+  }
+  const uint64_t ints = ids_.capacity() + pos_.capacity() + logit_rows_.capacity();
+  return floats * sizeof(float) + ints * sizeof(int32_t);
 }
 
 const float* LlamaModel::logits(size_t seq, int32_t token) const {

@@ -37,16 +37,27 @@ class LlamaModel final : public ModelRunner {
 
   /// forward() for layers `range` only (LlamaForward::run): a range that ends before the last
   /// layer computes no logits and leaves the hidden state in hidden(); one that starts after
-  /// layer 0 reads it from there (set_hidden() copies one in). Errors: those of forward(), and
-  /// kInvalidInput for an empty or out-of-bounds range, or for a range starting after layer 0
-  /// when the hidden state does not hold exactly this step's rows.
-  Status forward_layers(std::span<const ForwardSeq> seqs, LayerRange range, ActQuant mode);
+  /// layer 0 reads it from there (set_hidden() copies one in, or hidden_input() is written).
+  /// `kv_first_layer`: the model layer whose K/V are layer 0 of the sequences' KV views (0 for a
+  /// whole-model cache; range.first for a pipeline stage's pool of only its layers). Errors:
+  /// those of forward(), and kInvalidInput for an empty or out-of-bounds range or a
+  /// kv_first_layer outside [0, range.first], or a range starting after layer 0 when the hidden
+  /// state does not hold exactly this step's rows.
+  Status forward_layers(std::span<const ForwardSeq> seqs, LayerRange range, ActQuant mode,
+                        int64_t kv_first_layer = 0);
   /// The residual stream after the last forward_layers() (or set_hidden()): [n_rows][n_embd] f32.
   std::span<const float> hidden() const;
   /// Replaces the residual stream that the next forward_layers() starting after layer 0 reads;
   /// `x` holds that step's n_rows * n_embd values. Errors: kInvalidInput when x is empty or not
   /// a whole number of n_embd rows (the next step's row count is checked by forward_layers).
   Status set_hidden(std::span<const float> x);
+  /// The residual stream buffer, [n_rows][n_embd] f32 (grown to n_rows; no allocation within
+  /// reserve()'s sizes), for a transport to write the hidden state that the next
+  /// forward_layers() starting after layer 0 of a step of n_rows rows reads.
+  std::span<float> hidden_input(int64_t n_rows);
+  /// Host bytes of this model's step buffers as sized so far (reserve() or the largest step);
+  /// the backend's own scratch is not included.
+  uint64_t workspace_bytes() const;
 
   /// Runs one step for `seqs`, writing their new K/V into their caches, and computes logits.
   /// `mode`: ActQuant::kNone (exact f32 activations) or kQ8 (8-bit activations, faster).
@@ -60,6 +71,10 @@ class LlamaModel final : public ModelRunner {
   /// Optional: forward() grows workspaces on demand anyway.
   Status reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
                  int32_t block_size) override;
+  /// reserve() for a model that runs only layer ranges ending before the last layer
+  /// (`with_head` false: a pipeline stage before the last), which need no logits buffers.
+  Status reserve_layers(int64_t max_rows, int64_t max_seqs, int64_t max_context, int32_t block_size,
+                        bool with_head);
 
   /// Logits (n_vocab floats) of the last forward(): sequence `seq`'s new token `token`
   /// (-1 = the last one). Non-last tokens are available only when that sequence asked for

@@ -1,0 +1,57 @@
+// PipelineStage: one device's part of a pipeline-parallel model (pipeline_runner.h): its layer
+// range, its weights and its KV pool of only those layers. CpuStage (cpu_stage.h) implements it;
+// a GPU stage would implement it over the GPU runner.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/result.h"
+#include "model/llama_forward.h"
+#include "model/model_runner.h"
+
+namespace novaserve {
+
+/// Bytes a stage holds, for the start-up log and the balance check.
+struct StageMemory {
+  uint64_t weights = 0;    ///< its layers' tensors, plus the embedding or head where it has them
+  uint64_t kv = 0;         ///< its K and V pools (allocate_kv), both counted
+  uint64_t workspace = 0;  ///< step buffers as reserved
+  uint64_t total() const { return weights + kv + workspace; }
+};
+
+/// Layers [layers().first, layers().last) of a model on one device. Not thread-safe.
+class PipelineStage {
+ public:
+  virtual ~PipelineStage() = default;
+
+  virtual LayerRange layers() const = 0;
+  /// One line for logs ("cpu, 2 threads").
+  virtual std::string describe() const = 0;
+
+  /// Runs the stage's layers for `seqs`, whose KV views point into this stage's pools
+  /// (allocate_kv): view layer 0 is layers().first. The first stage embeds `tokens`; a later one
+  /// reads the hidden state written to hidden_input(); the last computes logits. Errors: those of
+  /// ModelRunner::forward.
+  virtual Status forward(std::span<const ForwardSeq> seqs, ActQuant mode) = 0;
+
+  /// Where the next forward() of a step of `n_rows` rows reads its input hidden state
+  /// ([n_rows][n_embd] f32, in this stage's memory). Stages after the first only.
+  virtual float* hidden_input(int64_t n_rows) = 0;
+  /// The hidden state the last forward() left, [n_rows][n_embd] f32 in this stage's memory.
+  virtual const float* hidden_output() const = 0;
+  /// The last stage's logits of the last forward(), as ModelRunner::logits.
+  virtual const float* logits(size_t seq, int32_t token) const = 0;
+
+  /// As ModelRunner::reserve.
+  virtual Status reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
+                         int32_t block_size) = 0;
+  /// Allocates this stage's zeroed K and V pools of `bytes` each (its layers only), in its
+  /// memory, owned by the stage. Errors: kInternal when its memory runs out.
+  virtual Result<KvPoolMemory> allocate_kv(uint64_t bytes) = 0;
+
+  virtual StageMemory memory() const = 0;
+};
+
+}  // namespace novaserve

@@ -1,0 +1,289 @@
+// Pipeline parallelism on the CPU backend (runtime/pipeline): 2- and 3-stage pipelines give the
+// same greedy tokens and bit-identical logits as one stage on the golden prompts, at batch 1 and
+// 32, with micro-batching on and off, run directly and through the engine; each stage holds
+// only its layers' KV pool.
+#include "runtime/pipeline/pipeline_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "../../../golden/golden_data.h"
+#include "../../gguf/gguf_test_util.h"
+#include "backend/cpu/cpu_backend.h"
+#include "engine/engine.h"
+#include "engine/sequence_kv_cache.h"
+#include "model/llama_model.h"
+#include "runtime/pipeline/cpu_pipeline.h"
+#include "tokenizer/tokenizer.h"
+
+namespace novaserve {
+namespace {
+
+constexpr int kDecodeSteps = 8;
+constexpr int kThreads = 2;
+
+// What a batch produced: per sequence, its greedy tokens and a hash of the bytes of every
+// logits row it was sampled from (the prefill's last position, then each decode step).
+struct BatchRun {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<uint64_t> logits_hash;
+};
+
+uint64_t fnv1a(uint64_t h, const float* x, int64_t n) {
+  const auto* p = reinterpret_cast<const uint8_t*>(x);
+  for (int64_t i = 0; i < n * static_cast<int64_t>(sizeof(float)); ++i) {
+    h = (h ^ p[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+// Prefills `prompts` in one step, then decodes kDecodeSteps greedy steps of all of them.
+BatchRun run_batch(ModelRunner& r, const std::vector<std::vector<int32_t>>& prompts) {
+  const ModelConfig& c = r.config();
+  std::vector<SequenceKvCache> caches;
+  for (const auto& p : prompts) {
+    auto kv = SequenceKvCache::create(c, static_cast<int64_t>(p.size()) + kDecodeSteps,
+                                      uint64_t{1} << 36, GgmlType::kF32, &r);
+    EXPECT_TRUE(kv.ok()) << kv.error().message;
+    caches.push_back(std::move(kv.value()));
+  }
+  BatchRun out;
+  out.tokens.resize(prompts.size());
+  out.logits_hash.assign(prompts.size(), 1469598103934665603ull);
+  std::vector<std::vector<int32_t>> inputs = prompts;
+  for (int step = 0; step <= kDecodeSteps; ++step) {
+    std::vector<ForwardSeq> seqs;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      seqs.push_back(
+          ForwardSeq{inputs[i], static_cast<int32_t>(caches[i].size()), caches[i].view()});
+    }
+    const Status st = r.forward(seqs, ActQuant::kNone);
+    EXPECT_TRUE(st.ok()) << st.error().message;
+    if (!st.ok()) return out;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_TRUE(caches[i].advance(static_cast<int64_t>(inputs[i].size())).ok());
+      const float* logits = r.logits(i);
+      out.logits_hash[i] = fnv1a(out.logits_hash[i], logits, c.n_vocab);
+      const auto next = static_cast<int32_t>(std::max_element(logits, logits + c.n_vocab) - logits);
+      out.tokens[i].push_back(next);
+      inputs[i] = {next};
+    }
+  }
+  return out;
+}
+
+class PipelineRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string path = testing::default_model_path();
+    if (!std::filesystem::exists(path)) {
+      GTEST_SKIP() << "default model absent: run tools/fetch_model.sh (make test does)";
+    }
+    auto f = GgufFile::open(path);
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    gguf_ = std::shared_ptr<const GgufFile>(std::move(f.value()));
+    auto golden = golden::load_golden(testing::source_dir() + "/tests/golden/data");
+    ASSERT_TRUE(golden.ok()) << golden.error().message;
+    for (const auto& p : *golden) prompts_.push_back(p.prompt_ids);
+  }
+
+  std::unique_ptr<ModelRunner> one_stage() const {
+    auto m = LlamaModel::create(gguf_, std::make_unique<CpuBackend>(kThreads));
+    EXPECT_TRUE(m.ok());
+    return std::move(m.value());
+  }
+
+  std::unique_ptr<PipelineRunner> pipeline(int64_t n, const std::string& split,
+                                           bool micro_batching) const {
+    auto p = create_cpu_pipeline(gguf_, PipelineConfig{n, split, micro_batching, 0}, kThreads);
+    EXPECT_TRUE(p.ok()) << p.error().message;
+    return std::move(p.value());
+  }
+
+  // The golden prompts cycled to `n` sequences.
+  std::vector<std::vector<int32_t>> batch(size_t n) const {
+    std::vector<std::vector<int32_t>> out;
+    for (size_t i = 0; i < n; ++i) out.push_back(prompts_[i % prompts_.size()]);
+    return out;
+  }
+
+  std::shared_ptr<const GgufFile> gguf_;
+  std::vector<std::vector<int32_t>> prompts_;
+};
+
+struct Config {
+  int64_t stages;
+  const char* split;
+  bool micro_batching;
+};
+constexpr Config kConfigs[] = {
+    {2, "auto", true}, {2, "auto", false}, {3, "auto", true}, {3, "7,13,10", false}};
+
+TEST_F(PipelineRunnerTest, BatchOneMatchesOneStageBitForBit) {
+  auto ref = one_stage();
+  std::vector<BatchRun> expected;
+  for (const auto& p : prompts_) expected.push_back(run_batch(*ref, {p}));
+  for (const Config& c : kConfigs) {
+    SCOPED_TRACE(std::to_string(c.stages) + " stages, split " + c.split + ", micro-batching " +
+                 (c.micro_batching ? "on" : "off"));
+    auto pipe = pipeline(c.stages, c.split, c.micro_batching);
+    ASSERT_EQ(pipe->n_stages(), c.stages);
+    for (size_t i = 0; i < prompts_.size(); ++i) {
+      const BatchRun got = run_batch(*pipe, {prompts_[i]});
+      EXPECT_EQ(got.tokens, expected[i].tokens) << "prompt " << i;
+      EXPECT_EQ(got.logits_hash, expected[i].logits_hash) << "prompt " << i;
+    }
+  }
+}
+
+TEST_F(PipelineRunnerTest, Batch32MatchesOneStageBitForBit) {
+  const auto prompts = batch(32);
+  auto ref = one_stage();
+  const BatchRun expected = run_batch(*ref, prompts);
+  for (const Config& c : kConfigs) {
+    SCOPED_TRACE(std::to_string(c.stages) + " stages, split " + c.split + ", micro-batching " +
+                 (c.micro_batching ? "on" : "off"));
+    auto pipe = pipeline(c.stages, c.split, c.micro_batching);
+    const BatchRun got = run_batch(*pipe, prompts);
+    EXPECT_EQ(got.tokens, expected.tokens);
+    EXPECT_EQ(got.logits_hash, expected.logits_hash);
+  }
+}
+
+TEST_F(PipelineRunnerTest, AllLogitsOfAMicroBatchedPrefillMatch) {
+  auto ref = one_stage();
+  auto pipe = pipeline(3, "auto", true);
+  const int64_t n_vocab = ref->config().n_vocab;
+  std::vector<std::vector<int32_t>> prompts = batch(4);
+  std::vector<SequenceKvCache> ref_kv, pipe_kv;
+  std::vector<ForwardSeq> ref_seqs, pipe_seqs;
+  for (const auto& p : prompts) {
+    ref_kv.push_back(std::move(SequenceKvCache::create(ref->config(), p.size()).value()));
+    pipe_kv.push_back(std::move(SequenceKvCache::create(ref->config(), p.size(), uint64_t{1} << 36,
+                                                        GgmlType::kF32, pipe.get())
+                                    .value()));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const bool all = i % 2 == 0;  // mixed: micro-batches with and without all_logits
+    ref_seqs.push_back(ForwardSeq{prompts[i], 0, ref_kv[i].view(), all});
+    pipe_seqs.push_back(ForwardSeq{prompts[i], 0, pipe_kv[i].view(), all});
+  }
+  ASSERT_TRUE(ref->forward(ref_seqs, ActQuant::kQ8).ok());
+  ASSERT_TRUE(pipe->forward(pipe_seqs, ActQuant::kQ8).ok());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto n = static_cast<int32_t>(prompts[i].size());
+    for (int32_t t = i % 2 == 0 ? 0 : n - 1; t < n; ++t) {
+      const int32_t token = i % 2 == 0 ? t : -1;
+      EXPECT_EQ(std::memcmp(ref->logits(i, token), pipe->logits(i, token),
+                            static_cast<size_t>(n_vocab) * sizeof(float)),
+                0)
+          << "sequence " << i << " token " << t;
+    }
+  }
+}
+
+TEST_F(PipelineRunnerTest, EachStageHoldsOnlyItsLayersKv) {
+  auto pipe = pipeline(3, "7,13,10", true);
+  const int64_t n_layer = pipe->config().n_layer;
+  ASSERT_EQ(n_layer, 30);
+  const uint64_t per_layer = 4096;
+  ASSERT_TRUE(pipe->allocate_kv(per_layer * n_layer).ok());
+  const auto m = pipe->memory();
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].kv, 2 * 7 * per_layer);
+  EXPECT_EQ(m[1].kv, 2 * 13 * per_layer);
+  EXPECT_EQ(m[2].kv, 2 * 10 * per_layer);
+  // The embedding on stage 0, the (tied) head on stage 2: both more than a middle stage's share.
+  EXPECT_GT(m[0].weights, m[1].weights / 13 * 7);
+  EXPECT_FALSE(pipe->allocate_kv(per_layer * n_layer + 1).ok());
+  const std::string report = pipe->memory_report();
+  EXPECT_NE(report.find("stage 2 layers [20, 30)"), std::string::npos) << report;
+  EXPECT_NE(report.find("std dev"), std::string::npos) << report;
+}
+
+TEST_F(PipelineRunnerTest, KvViewsFromElsewhereAreRefused) {
+  auto pipe = pipeline(2, "auto", true);
+  auto kv = SequenceKvCache::create(pipe->config(), 16);  // host memory, not the pipeline's
+  ASSERT_TRUE(kv.ok());
+  const std::vector<int32_t> tokens = {1, 2, 3};
+  ForwardSeq seq{tokens, 0, kv->view()};
+  const Status st = pipe->forward({&seq, 1}, ActQuant::kQ8);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidInput);
+}
+
+// Through the engine: one scheduler and block pool over the pipeline's stage-local pools.
+class PipelineEngineTest : public PipelineRunnerTest {
+ protected:
+  std::map<uint64_t, std::vector<int32_t>> generate(RunnerFactory make_runner) {
+    auto tok = Tokenizer::from_gguf(*gguf_);
+    EXPECT_TRUE(tok.ok());
+    EngineOptions o;
+    o.make_runner = std::move(make_runner);
+    o.kv_cache_memory = uint64_t{48} << 20;
+    o.scheduler.max_num_seqs = 32;
+    o.scheduler.max_num_batched_tokens = 512;
+    o.act_quant = ActQuant::kQ8;
+    auto e = create_engine(gguf_, **tok, o);
+    EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+    if (!e.ok()) return {};
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<uint64_t, std::vector<int32_t>> tokens;
+    size_t done = 0;
+    const auto prompts = batch(12);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EngineRequest r;
+      r.id = i + 1;
+      r.prompt = prompts[i];
+      r.max_tokens = kDecodeSteps;
+      r.ignore_eos = true;
+      r.sampling.temperature = 0.0f;
+      r.on_output = [&, id = r.id](StepOutput&& out) {
+        std::lock_guard<std::mutex> lk(mu);
+        if (out.token >= 0) tokens[id].push_back(out.token);
+        if (out.finish) {
+          ++done;
+          cv.notify_all();
+        }
+      };
+      EXPECT_TRUE((*e)->submit(std::move(r)).ok());
+    }
+    std::unique_lock<std::mutex> lk(mu);
+    EXPECT_TRUE(cv.wait_for(lk, std::chrono::seconds(300), [&] { return done == prompts.size(); }));
+    lk.unlock();
+    e.value().reset();
+    return tokens;
+  }
+};
+
+TEST_F(PipelineEngineTest, EngineTokensMatchThePlainRunner) {
+  const auto plain =
+      generate([](std::shared_ptr<const GgufFile> file) -> Result<std::unique_ptr<ModelRunner>> {
+        auto m = LlamaModel::create(std::move(file), std::make_unique<CpuBackend>(kThreads));
+        if (!m.ok()) return m.error();
+        return std::unique_ptr<ModelRunner>(std::move(m.value()));
+      });
+  ASSERT_EQ(plain.size(), 12u);
+  for (const Config& c : {Config{2, "auto", true}, Config{3, "12,9,9", false}}) {
+    SCOPED_TRACE(std::to_string(c.stages) + " stages");
+    const auto piped =
+        generate([c](std::shared_ptr<const GgufFile> file) -> Result<std::unique_ptr<ModelRunner>> {
+          auto p = create_cpu_pipeline(
+              std::move(file),
+              PipelineConfig{c.stages, c.split, c.micro_batching, uint64_t{48} << 20}, kThreads);
+          if (!p.ok()) return p.error();
+          return std::unique_ptr<ModelRunner>(std::move(p.value()));
+        });
+    EXPECT_EQ(piped, plain);
+  }
+}
+
+}  // namespace
+}  // namespace novaserve
