@@ -1,6 +1,9 @@
 #include "cli/device_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <sstream>
 
 #include "backend/cpu/cpu_backend.h"
 #include "model/kv_view.h"
@@ -17,9 +20,31 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
   // Runs for each value given on the command line (not for defaults).
   const auto given = [&f](const std::string&) { f.gpu_flags_given = true; };
   cmd.add_option("--device", f.device, "backend: cpu, cuda or hip")->capture_default_str();
-  cmd.add_option("--gpu", f.gpu, "GPU ordinal for --device cuda/hip")
-      ->capture_default_str()
-      ->each(given);
+  cmd.add_option_function<std::string>(
+         "--gpu",
+         [&f](const std::string& list) {
+           f.gpu_flags_given = true;
+           f.gpus.clear();
+           f.gpu_error.clear();
+           std::stringstream in(list);
+           std::string entry;
+           while (std::getline(in, entry, ',')) {
+             int64_t v = -1;
+             const auto [end, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), v);
+             if (ec != std::errc() || end != entry.data() + entry.size() || entry.empty()) {
+               f.gpu_error =
+                   "--gpu must be a GPU ordinal or a comma-separated list of them (got '" + list +
+                   "')";
+               return;
+             }
+             f.gpus.push_back(v);
+           }
+           if (f.gpus.empty()) f.gpu_error = "--gpu needs at least one ordinal";
+           if (!f.gpus.empty()) f.gpu = f.gpus.front();
+         },
+         "GPU ordinal for --device cuda/hip; serve --data-parallel N takes a comma-separated "
+         "list, one entry per replica (an ordinal may repeat)")
+      ->default_str("0");
   cmd.add_flag("--no-graphs", f.no_graphs,
                "launch GPU decode steps kernel by kernel instead of replaying CUDA/HIP graphs")
       ->each(given);
@@ -60,6 +85,11 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
   if (f.device != "cpu" && f.device != "cuda" && f.device != "hip") {
     return Err(ErrorCode::kInvalidInput,
                "--device must be cpu, cuda or hip (got '" + f.device + "')");
+  }
+  if (!f.gpu_error.empty()) return Err(ErrorCode::kInvalidInput, f.gpu_error);
+  if (f.gpus.size() > 1) {
+    return Err(ErrorCode::kInvalidInput, "--gpu lists " + std::to_string(f.gpus.size()) +
+                                             " GPUs; only serve --data-parallel takes a list");
   }
   if (f.gpu < 0 || f.gpu > 1024) {
     return Err(ErrorCode::kInvalidInput, "--gpu must be in [0, 1024]");
@@ -123,6 +153,29 @@ Status check_pipeline_split(const DeviceFlags& f, const GgufFile& file, uint64_t
       file, PipelineConfig{f.pipeline_parallel, f.layer_split, f.micro_batching, kv_bytes});
   if (!split.ok()) return split.error();
   return {};
+}
+
+Result<std::vector<DeviceFlags>> replica_device_flags(const DeviceFlags& f, int64_t replicas) {
+  if (!f.gpu_error.empty()) return Err(ErrorCode::kInvalidInput, f.gpu_error);
+  if (!is_gpu_device(f)) return std::vector<DeviceFlags>(static_cast<size_t>(replicas), f);
+  std::vector<int64_t> ordinals = f.gpus;
+  if (ordinals.empty()) ordinals.assign(static_cast<size_t>(replicas), 0);
+  if (static_cast<int64_t>(ordinals.size()) != replicas) {
+    return Err(ErrorCode::kInvalidInput,
+               "--data-parallel " + std::to_string(replicas) +
+                   " x --pipeline-parallel 1 needs as many --gpu entries (got " +
+                   std::to_string(ordinals.size()) + ")");
+  }
+  std::vector<DeviceFlags> out;
+  for (int64_t g : ordinals) {
+    DeviceFlags d = f;
+    d.gpu = g;
+    d.gpus = {g};
+    const auto sharing = std::count(ordinals.begin(), ordinals.end(), g);
+    d.gpu_memory_utilization = f.gpu_memory_utilization / static_cast<double>(sharing);
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "engine/engine.h"
@@ -20,7 +21,11 @@ namespace novaserve {
 /// Flag values as typed (checked by device_runner_factory).
 struct DeviceFlags {
   std::string device = "cpu";
-  int64_t gpu = 0;
+  int64_t gpu = 0;  ///< the first --gpu entry (the device of commands that use one)
+  /// Every --gpu entry, in order (`serve --data-parallel N` takes one per replica); empty when
+  /// --gpu was not given.
+  std::vector<int64_t> gpus;
+  std::string gpu_error;  ///< why --gpu did not parse (reported by device_runner_factory)
   bool no_graphs = false;
   double gpu_memory_utilization = 0.90;
   /// Whether --gpu, --no-graphs or --gpu-memory-utilization appeared on the command line.
@@ -34,6 +39,13 @@ struct DeviceFlags {
 /// Adds --device, --gpu, --no-graphs and the pipeline flags, plus --gpu-memory-utilization when
 /// `with_memory_utilization` (commands whose KV pool is sized by the engine).
 void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilization);
+
+/// The device flags of each of `replicas` (>= 1) data-parallel replicas: replica i runs on
+/// --gpu entry i (GPU 0 for all when --gpu was not given), and each gets the share of
+/// --gpu-memory-utilization of its device that is left when every entry naming that device
+/// takes an equal part. On the CPU, `replicas` copies of `f`. Errors: kInvalidInput when a
+/// --gpu list was given and its length is not replicas x 1 pipeline stage.
+Result<std::vector<DeviceFlags>> replica_device_flags(const DeviceFlags& f, int64_t replicas);
 
 /// Whether --device names a GPU backend.
 inline bool is_gpu_device(const DeviceFlags& f) {
@@ -53,8 +65,9 @@ Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string&
 /// Errors: kInvalidInput for an unknown device, a negative --gpu, a --gpu-memory-utilization
 /// outside (0, 1], GPU-only flags with --device cpu (they would do nothing), a
 /// --pipeline-parallel outside [1, 1024] or above 1 on a GPU (not implemented yet), pipeline
-/// flags without --pipeline-parallel > 1, or a GPU backend this binary was built without (naming
-/// the CMake preset that builds it). The factory's own errors include a --layer-split that does
+/// flags without --pipeline-parallel > 1, a GPU backend this binary was built without (naming
+/// the CMake preset that builds it), or a --gpu list of more than one entry (only
+/// replica_device_flags() splits one). The factory's own errors include a --layer-split that does
 /// not fit the model (one line: parse_layer_split).
 Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads,
                                             uint64_t kv_bytes = 0);

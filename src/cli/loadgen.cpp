@@ -32,6 +32,10 @@ void register_loadgen(CLI::App& app, int& exit_code) {
                      ->capture_default_str();
   auto* output = cmd->add_option("--output-tokens", f->output_tokens, "fixed: output length")
                      ->capture_default_str();
+  auto* prefixes =
+      cmd->add_option("--prefixes", f->prefixes,
+                      "fin-qa: distinct shared reports, asked about round-robin (1-64)")
+          ->capture_default_str();
   cmd->add_option("--tokenizer-model", f->tokenizer_model,
                   "GGUF whose tokenizer makes prompt token counts exact (default: estimate "
                   "~1 token per word)");
@@ -65,11 +69,12 @@ void register_loadgen(CLI::App& app, int& exit_code) {
   cmd->add_option("--warmup-requests", f->warmup_requests,
                   "requests sent one by one before measuring (not counted)")
       ->capture_default_str();
-  cmd->callback([f, qps, conc, prompt, output, interval, &exit_code] {
+  cmd->callback([f, qps, conc, prompt, output, prefixes, interval, &exit_code] {
     f->has_qps = qps->count() > 0;
     f->has_concurrency = conc->count() > 0;
     f->has_prompt_tokens = prompt->count() > 0;
     f->has_output_tokens = output->count() > 0;
+    f->has_prefixes = prefixes->count() > 0;
     f->has_sample_interval = interval->count() > 0;
     auto config = validate_loadgen_flags(*f);
     if (!config.ok()) {

@@ -10,6 +10,7 @@
 #include "cli/device_flags.h"
 #include "cli/numa_flags.h"
 #include "engine/engine.h"
+#include "engine/replica_set.h"
 #include "server/serve_flags.h"
 #if defined(NOVASERVE_WITH_GPU)
 #include "backend/gpu/platform/gpu_device_info.h"
@@ -32,6 +33,16 @@ struct EngineFlags {
   bool exact = false;
   std::string kv_cache_dtype = "auto";
   DeviceFlags device;
+  int64_t data_parallel = 1;
+  std::string routing = "prefix-aware";
+  int64_t routing_load_gap = 2048;
+  std::string test_fail_replica;  // "R:STEPS", test-only
+};
+
+// The engines of `serve`: one per --data-parallel replica, and how requests pick one.
+struct ReplicaOptions {
+  std::vector<EngineOptions> engines;
+  RoutingConfig routing;
 };
 
 Status in_range(const char* flag, int64_t v, int64_t lo, int64_t hi) {
@@ -56,10 +67,18 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f, std::string& batch
                "--max-step-ms must be in [0, 3600000] (0 = automatic; got " +
                    std::to_string(f.max_step_ms) + ")");
   }
+  // The replica count and the --gpu list first: a list of the wrong length is a flag mistake
+  // whatever the device can do.
+  NOVASERVE_RETURN_IF_ERROR(in_range("--data-parallel", f.data_parallel, 1, 64));
+  if (auto devices = replica_device_flags(f.device, f.data_parallel); !devices.ok()) {
+    return devices.error();
+  }
   const auto kv_type = resolve_kv_cache_dtype(f.device, f.kv_cache_dtype);
   if (!kv_type.ok()) return kv_type.error();
-  auto make_runner =
-      device_runner_factory(f.device, static_cast<int>(f.threads), f.kv_cache_memory);
+  // Checks the device flags on the first --gpu entry; to_replica_options builds each replica's.
+  DeviceFlags first = f.device;
+  if (first.gpus.size() > 1) first.gpus.resize(1);
+  auto make_runner = device_runner_factory(first, static_cast<int>(f.threads), f.kv_cache_memory);
   if (!make_runner.ok()) return make_runner.error();
   int64_t max_num_seqs = f.max_num_seqs;
   int64_t max_num_batched_tokens = f.max_num_batched_tokens;
@@ -96,6 +115,61 @@ Result<EngineOptions> to_engine_options(const EngineFlags& f, std::string& batch
   o.make_runner = std::move(make_runner.value());
   o.gpu_memory_utilization = f.device.gpu_memory_utilization;
   return o;
+}
+
+// Splits the base options into one per replica (its device, its share of the device memory)
+// and applies the test hook --test-fail-replica R:STEPS.
+// to_engine_options() has checked --data-parallel and the --gpu list.
+Result<ReplicaOptions> to_replica_options(const EngineFlags& f, const EngineOptions& base) {
+  NOVASERVE_RETURN_IF_ERROR(in_range("--routing-load-gap", f.routing_load_gap, 0, INT32_MAX));
+  ReplicaOptions out;
+  const auto policy = parse_routing_policy(f.routing);
+  if (!policy) {
+    return Err(ErrorCode::kInvalidInput,
+               "--routing must be prefix-aware or least-loaded (got '" + f.routing + "')");
+  }
+  out.routing = RoutingConfig{*policy, f.routing_load_gap};
+  auto devices = replica_device_flags(f.device, f.data_parallel);
+  if (!devices.ok()) return devices.error();
+  for (const DeviceFlags& d : devices.value()) {
+    auto make_runner = device_runner_factory(d, static_cast<int>(f.threads));
+    if (!make_runner.ok()) return make_runner.error();
+    EngineOptions o = base;
+    o.make_runner = std::move(make_runner.value());
+    o.gpu_memory_utilization = d.gpu_memory_utilization;
+    out.engines.push_back(std::move(o));
+  }
+  if (!f.test_fail_replica.empty()) {
+    int64_t replica = -1;
+    int64_t steps = -1;
+    char tail = 0;
+    if (std::sscanf(f.test_fail_replica.c_str(), "%ld:%ld%c", &replica, &steps, &tail) != 2 ||
+        replica < 0 || replica >= f.data_parallel || steps < 1) {
+      return Err(ErrorCode::kInvalidInput,
+                 "--test-fail-replica must be R:STEPS with R a replica index below "
+                 "--data-parallel and STEPS >= 1 (got '" +
+                     f.test_fail_replica + "')");
+    }
+    out.engines[static_cast<size_t>(replica)].fail_after_steps = steps;
+  }
+  return out;
+}
+
+// Builds the engines: the plain engine for one replica, a ReplicaSet over N.
+Result<std::unique_ptr<EngineClient>> create_replicas(std::shared_ptr<const GgufFile> gguf,
+                                                      const Tokenizer& tokenizer,
+                                                      const ReplicaOptions& r) {
+  if (r.engines.size() == 1) return create_engine(std::move(gguf), tokenizer, r.engines.front());
+  std::vector<std::unique_ptr<EngineClient>> engines;
+  for (size_t i = 0; i < r.engines.size(); ++i) {
+    std::fprintf(stderr, "novaserve serve: starting replica %zu of %zu\n", i, r.engines.size());
+    auto e = create_engine(gguf, tokenizer, r.engines[i]);
+    if (!e.ok())
+      return Err(e.error().code, "replica " + std::to_string(i) + ": " + e.error().message);
+    engines.push_back(std::move(e.value()));
+  }
+  return std::unique_ptr<EngineClient>(
+      std::make_unique<ReplicaSet>(std::move(engines), r.routing, r.engines.front().block_size));
 }
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
@@ -138,25 +212,46 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       "f32 activations (slower; default: 8-bit activations; on a GPU the 8-bit mode covers Q4_0 "
       "decode GEMVs)");
   add_device_flags(cmd, f.device, /*with_memory_utilization=*/true);
+  cmd.add_option("--data-parallel", f.data_parallel,
+                 "engine replicas behind this server, each with its own device (--gpu entry), KV "
+                 "pool and engine thread")
+      ->capture_default_str();
+  cmd.add_option("--routing", f.routing,
+                 "how a request picks its replica: prefix-aware (the replica that has its prompt "
+                 "prefix cached, within --routing-load-gap) or least-loaded")
+      ->capture_default_str();
+  cmd.add_option("--routing-load-gap", f.routing_load_gap,
+                 "tokens of outstanding work by which a prefix-hit replica may exceed the least "
+                 "loaded one and still be chosen")
+      ->capture_default_str();
+  // Test-only (tests/e2e/test_replicas_e2e.py): replica R fails an internal check after STEPS
+  // model steps, as a real failure would.
+  cmd.add_option("--test-fail-replica", f.test_fail_replica)->group("");
 }
 
 int fail(std::string message) {
   return cli_error("serve", std::move(message));
 }
 
-// The GPU this replica serves, for telemetry and the governor: its runtime ordinal (the `gpu`
-// label) and PCI address (how the SMI finds it, whatever CUDA_VISIBLE_DEVICES says). --device
-// cpu serves no GPU: the SMI's GPUs are all kept (the fake's, in tests).
+// The GPUs the replicas serve, for telemetry and the governor: each one's runtime ordinal (the
+// `gpu` label) and PCI address (how the SMI finds it, whatever CUDA_VISIBLE_DEVICES says).
+// --device cpu serves no GPU: the SMI's GPUs are all kept (the fake's, in tests).
 void select_telemetry_devices(const DeviceFlags& device, TelemetryOptions& t) {
   if (!is_gpu_device(device) || t.smi == "off" || t.smi == "fake") return;
 #if defined(NOVASERVE_WITH_GPU)
-  auto pci = gpu::device_pci_bus_id(static_cast<int>(device.gpu));
-  if (pci.ok()) {
-    t.devices.push_back(SmiDeviceSelector{static_cast<int>(device.gpu), pci.value()});
-    return;
+  std::vector<int64_t> gpus = device.gpus.empty() ? std::vector<int64_t>{device.gpu} : device.gpus;
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
+  for (int64_t g : gpus) {
+    auto pci = gpu::device_pci_bus_id(static_cast<int>(g));
+    if (!pci.ok()) {
+      t.devices.clear();
+      t.devices_error =
+          "no PCI address for GPU " + std::to_string(g) + " (" + pci.error().message + ")";
+      return;
+    }
+    t.devices.push_back(SmiDeviceSelector{static_cast<int>(g), pci.value()});
   }
-  t.devices_error =
-      "no PCI address for GPU " + std::to_string(device.gpu) + " (" + pci.error().message + ")";
 #else
   t.devices_error = "this build has no GPU runtime";  // device_runner_factory refuses it first
 #endif
@@ -199,22 +294,27 @@ void register_serve(CLI::App& app, int& exit_code) {
     if (eo.scheduler.max_step_ms == 0.0 && serve->slo.itl_p95.count() > 0) {
       eo.scheduler.max_step_ms = 0.8 * static_cast<double>(serve->slo.itl_p95.count());
     }
-    exit_code = run_serve(
-        serve.value(),
-        [eo, numa_log = numa_log.value(), batch_log, device = engine_flags->device](
-            std::shared_ptr<const GgufFile> gguf,
-            const Tokenizer& tokenizer) -> Result<std::unique_ptr<EngineClient>> {
-          // Logged here, once the model has opened, so that a bad model (or
-          // a --layer-split it cannot take) still fails with one line.
-          if (auto st = check_pipeline_split(device, *gguf, eo.kv_cache_memory); !st.ok()) {
-            return st.error();
-          }
-          std::fprintf(stderr, "novaserve serve: %s\n", numa_log.c_str());
-          if (!batch_log.empty()) {
-            std::fprintf(stderr, "novaserve serve: %s\n", batch_log.c_str());
-          }
-          return create_engine(std::move(gguf), tokenizer, eo);
-        });
+    auto replicas = to_replica_options(*engine_flags, eo);
+    if (!replicas.ok()) {
+      exit_code = fail(replicas.error().message);
+      return;
+    }
+    exit_code = run_serve(serve.value(),
+                          [replicas = std::move(replicas.value()), numa_log = numa_log.value(),
+                           batch_log, device = engine_flags->device, kv_bytes = eo.kv_cache_memory](
+                              std::shared_ptr<const GgufFile> gguf,
+                              const Tokenizer& tokenizer) -> Result<std::unique_ptr<EngineClient>> {
+                            // Logged here, once the model has opened, so that a bad model (or
+                            // a --layer-split it cannot take) still fails with one line.
+                            if (auto st = check_pipeline_split(device, *gguf, kv_bytes); !st.ok()) {
+                              return st.error();
+                            }
+                            std::fprintf(stderr, "novaserve serve: %s\n", numa_log.c_str());
+                            if (!batch_log.empty()) {
+                              std::fprintf(stderr, "novaserve serve: %s\n", batch_log.c_str());
+                            }
+                            return create_replicas(std::move(gguf), tokenizer, replicas);
+                          });
   });
 }
 

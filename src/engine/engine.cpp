@@ -181,6 +181,10 @@ Status Engine::submit(EngineRequest request) {
   auto seq = std::make_unique<Sequence>(std::move(request), n_vocab_, block_size_);
   {
     std::lock_guard<std::mutex> lk(mu_);
+    // Checked under the lock that fail_engine() takes, so no request slips in after it.
+    if (failed_.load(std::memory_order_relaxed)) {
+      return Err(ErrorCode::kInternal, "the engine failed: " + failure_);
+    }
     inbox_prompt_tokens_ += seq->num_prompt_tokens();
     inbox_.push_back(std::move(seq));
   }
@@ -200,10 +204,59 @@ EngineStats Engine::stats() const {
   return s;
 }
 
+std::vector<ReplicaStatus> Engine::replicas() const {
+  ReplicaStatus r;
+  r.stats = stats();
+  std::lock_guard<std::mutex> lk(mu_);
+  r.healthy = !failed_.load(std::memory_order_relaxed);
+  r.error = failure_;
+  return {std::move(r)};
+}
+
+void Engine::fail_engine(const std::string& message) {
+  std::fprintf(stderr, "novaserve engine: failed, serving no more requests: %s\n", message.c_str());
+  masks_.wait();  // a check inside the forward leaves the mask worker on the step's matchers
+  std::vector<std::unique_ptr<Sequence>> held = scheduler_->take_all();
+  for (auto& seq : incoming_) {
+    if (seq) held.push_back(std::move(seq));
+  }
+  incoming_.clear();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    failure_ = message;
+    failed_.store(true, std::memory_order_release);
+    for (auto& seq : inbox_) held.push_back(std::move(seq));
+    inbox_.clear();
+    inbox_prompt_tokens_ = 0;
+    stats_.num_running = 0;
+    stats_.num_waiting = 0;
+    stats_.prefill_tokens_pending = 0;
+  }
+  for (auto& seq : held) {
+    StepOutput out = output_for(*seq);
+    out.finish = FinishReason::kError;
+    out.error = "the engine failed: " + message;
+    seq->request().on_output(std::move(out));
+  }
+}
+
 void Engine::run() {
   // Named so that per-thread CPU time (/proc/PID/task/*/comm) separates engine, model-pool and
   // HTTP work (tools/bench_serve.py).
   pthread_setname_np(pthread_self(), "ns-engine");
+  // This thread's state (scheduler, KV pool, model) belongs to this engine alone: a failed check
+  // here fails the engine, not the process (the other replicas keep serving).
+  const ScopedCheckThrows checks_throw;
+  try {
+    loop();
+  } catch (const std::exception& e) {
+    fail_engine(e.what());
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return stop_; });
+  }
+}
+
+void Engine::loop() {
   const auto max_seqs = static_cast<size_t>(scheduler_->config().max_num_seqs);
   for (;;) {
     {

@@ -42,6 +42,9 @@ struct EngineOptions {
   ActQuant act_quant = ActQuant::kQ8;  ///< --exact selects kNone (f32 activations)
   /// --device: builds the runner (required; the CLI's device_runner_factory makes one).
   RunnerFactory make_runner;
+  /// Test hook (--test-fail-replica): when > 0, an internal check fails at the start of the
+  /// step after this many model steps, which fails the engine as a real check failure would.
+  int64_t fail_after_steps = 0;
 };
 
 /// Builds the model (options.make_runner; kInvalidInput when it is empty), the KV pool (host

@@ -35,9 +35,13 @@ class Engine final : public EngineClient {
   EngineStats stats() const override;
   int32_t n_vocab() const override { return n_vocab_; }
   int32_t context_length() const override { return scheduler_->config().max_model_len; }
+  bool healthy() const override { return !failed_.load(std::memory_order_acquire); }
+  std::vector<ReplicaStatus> replicas() const override;
 
  private:
+  // The engine thread: loop() under ScopedCheckThrows; an exception fails the engine.
   void run();
+  void loop();
   // One scheduler step: plan, abort outputs, forward, commit, sample and emit.
   void step();
   // True when `seq`'s next token is the plain argmax of its logits (Sampler::plain_greedy, no
@@ -65,6 +69,10 @@ class Engine final : public EngineClient {
   // sequences left; `queued`: sequences were waiting when the step began.
   void observe_departures(int64_t departures, double seconds, bool queued);
   void publish_stats();
+  // Fails the engine (a failed check or a device error on its thread): marks it unhealthy,
+  // ends every request it holds with kError and `message`, then only refuses what arrives
+  // until the engine stops. Runs on the engine thread.
+  void fail_engine(const std::string& message);
 
   std::unique_ptr<ModelRunner> model_;
   PagedKvCache kv_;
@@ -98,7 +106,9 @@ class Engine final : public EngineClient {
   std::vector<std::unique_ptr<Sequence>> inbox_;
   int64_t inbox_prompt_tokens_ = 0;  // prompt tokens of inbox_
   bool stop_ = false;
+  std::string failure_;  // why the engine failed (see failed_)
   EngineStats stats_;
+  std::atomic<bool> failed_{false};
   std::thread thread_;
 };
 

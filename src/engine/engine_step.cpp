@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
+#include "common/check.h"
 #include "engine/engine_impl.h"
 #include "engine/logprobs.h"
 
@@ -120,6 +122,8 @@ void Engine::observe_departures(int64_t departures, double seconds, bool queued)
 }
 
 void Engine::step() {
+  NOVASERVE_CHECK(options_.fail_after_steps == 0 || num_steps_ < options_.fail_after_steps)
+      << "the test hook --test-fail-replica fails this engine after " << num_steps_ << " steps";
   using Clock = std::chrono::steady_clock;
   const auto t_step = Clock::now();
   const bool queued = scheduler_->num_waiting() > 0;
@@ -164,8 +168,10 @@ void Engine::step() {
   forward_seconds_ += std::chrono::duration<double>(Clock::now() - t_forward).count();
   mask_wait_seconds_ += masks_.wait();
   if (!forward.ok()) {
+    // A device error leaves the device unusable for what follows: the planned requests fail
+    // with it, and so does the engine (its replica; the others keep serving).
     fail_plan(plan, "forward pass failed: " + forward.error().message);
-    return;
+    throw std::runtime_error("forward pass failed: " + forward.error().message);
   }
   scheduler_->commit();
 

@@ -125,8 +125,18 @@ struct EngineStats {
   double grammar_mask_seconds = 0.0;
 };
 
-/// What the HTTP layer needs from the engine. Implemented by the real engine (src/engine) and by
-/// test fakes.
+/// One engine replica as /health and /metrics report it (EngineClient::replicas()).
+struct ReplicaStatus {
+  bool healthy = true;  ///< false once its engine failed (its requests ended with kError)
+  std::string error;    ///< why it failed (empty while healthy)
+  /// Tokens routed to it and not yet done: prompt tokens not yet prefilled plus max_tokens not
+  /// yet generated, over its unfinished requests (0 when no router tracks it).
+  int64_t outstanding_tokens = 0;
+  EngineStats stats;
+};
+
+/// What the HTTP layer needs from the engine. Implemented by the real engine (src/engine), by the
+/// data-parallel ReplicaSet (src/engine/replica_set.h) and by test fakes.
 class EngineClient {
  public:
   virtual ~EngineClient() = default;
@@ -139,6 +149,14 @@ class EngineClient {
   /// Vocabulary size and context length, for validation in the HTTP layer.
   virtual int32_t n_vocab() const = 0;
   virtual int32_t context_length() const = 0;
+  /// False once the engine failed (an internal check or a device error on its thread): every
+  /// request it held has ended with kError, and submit() refuses new ones.
+  virtual bool healthy() const { return true; }
+  /// The replicas behind this client (one for a single engine), in order.
+  virtual std::vector<ReplicaStatus> replicas() const {
+    return {ReplicaStatus{
+        .healthy = healthy(), .error = {}, .outstanding_tokens = 0, .stats = stats()}};
+  }
 };
 
 }  // namespace novaserve

@@ -343,6 +343,16 @@ std::unique_ptr<Sequence> Scheduler::finish(Sequence& seq, FinishReason reason) 
   return owned;
 }
 
+std::vector<std::unique_ptr<Sequence>> Scheduler::take_all() {
+  std::vector<std::unique_ptr<Sequence>> all;
+  for (auto* queue : {&running_, &waiting_}) {
+    for (auto& s : *queue) all.push_back(std::move(s));
+    queue->clear();
+  }
+  plan_open_ = false;
+  return all;
+}
+
 Status Scheduler::check_invariants() const {
   NOVASERVE_RETURN_IF_ERROR(pool_.check_invariants());
   if (num_running() > config_.max_num_seqs) return internal("more than max_num_seqs running");

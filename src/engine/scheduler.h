@@ -127,6 +127,11 @@ class Scheduler {
   /// hands it back to the caller to emit its final output. Checked: `seq` is owned here.
   std::unique_ptr<Sequence> finish(Sequence& seq, FinishReason reason);
 
+  /// Removes every sequence (running and waiting) without freeing its blocks, for an engine
+  /// that failed: its pool and its sequences' state are abandoned with it, and the caller ends
+  /// each request with kError.
+  std::vector<std::unique_ptr<Sequence>> take_all();
+
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }

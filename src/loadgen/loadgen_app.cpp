@@ -63,6 +63,7 @@ nlohmann::ordered_json config_json(const LoadgenConfig& c, const Workload& w) {
       {"concurrency", c.concurrency},
       {"duration_s", c.duration_s},
       {"seed", c.workload.seed},
+      {"prefixes", c.workload.prefixes},
       {"temperature", c.temperature},
       {"token_counts", c.tokenizer_model.empty() ? "estimated" : "exact"},
       {"tokenizer_model", c.tokenizer_model},

@@ -68,6 +68,11 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
   if (f.output_tokens < 1) return invalid("--output-tokens must be >= 1");
   c.workload.prompt_tokens = f.prompt_tokens;
   c.workload.output_tokens = f.output_tokens;
+  if (f.has_prefixes && *kind != WorkloadKind::kFinQa) {
+    return invalid("--prefixes applies only to --workload fin-qa");
+  }
+  if (f.prefixes < 1 || f.prefixes > 64) return invalid("--prefixes must be in [1, 64]");
+  c.workload.prefixes = f.prefixes;
   c.workload.seed = f.seed;
   c.tokenizer_model = f.tokenizer_model;
   if (!(f.temperature >= 0)) return invalid("--temperature must be >= 0");

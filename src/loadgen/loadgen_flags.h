@@ -27,6 +27,8 @@ struct LoadgenFlags {
   int32_t prompt_tokens = 128;
   bool has_output_tokens = false;
   int32_t output_tokens = 128;
+  bool has_prefixes = false;
+  int32_t prefixes = 1;
   std::string tokenizer_model;
   uint64_t seed = 0;
   double temperature = 0;

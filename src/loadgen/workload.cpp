@@ -44,12 +44,23 @@ Result<Workload> Workload::create(const WorkloadOptions& options, const PromptTe
       return Err(ErrorCode::kInvalidInput, "--output-tokens must be in [1, 1000000]");
     }
   }
+  if (options.kind == WorkloadKind::kFinQa && (options.prefixes < 1 || options.prefixes > 64)) {
+    return Err(ErrorCode::kInvalidInput, "--prefixes must be in [1, 64]");
+  }
   Workload w(options, text);
   if (options.kind == WorkloadKind::kFinQa) {
-    LoadgenRng rng(kReportSeed);
-    w.prefix_ = kReportIntro;
-    w.prefix_ += w.text_.prose(rng, kFinQaPrefixTokens - w.text_.count(kReportIntro));
-    w.prefix_tokens_ = w.text_.count(w.prefix_);
+    w.prefixes_.clear();
+    for (int32_t k = 0; k < options.prefixes; ++k) {
+      // Report 0 is the document of the one-report workload; the others name their company
+      // first, so that they share no KV block with it.
+      LoadgenRng rng(kReportSeed + static_cast<uint64_t>(k));
+      std::string prefix =
+          k == 0 ? std::string(kReportIntro)
+                 : "Company " + std::to_string(k + 1) + ". " + std::string(kReportIntro);
+      prefix += w.text_.prose(rng, kFinQaPrefixTokens - w.text_.count(prefix));
+      w.prefixes_.push_back(std::move(prefix));
+    }
+    w.prefix_tokens_ = w.text_.count(w.prefixes_.front());
   }
   return w;
 }
@@ -69,7 +80,8 @@ RequestSpec Workload::request(uint64_t index) const {
       const std::string head = "\n\nQuestion " + std::to_string(index + 1) + ":";
       const std::string tail = "?\nAnswer:";
       const int32_t framing = text_.count(head) + text_.count(tail);
-      r.prompt = prefix_ + head + text_.prose(rng, std::max(1, question_tokens - framing)) + tail;
+      const std::string& prefix = prefixes_[index % prefixes_.size()];
+      r.prompt = prefix + head + text_.prose(rng, std::max(1, question_tokens - framing)) + tail;
       break;
     }
     case WorkloadKind::kChatMix:
@@ -89,8 +101,11 @@ std::string Workload::describe() const {
            std::to_string(options_.output_tokens) + " output tokens";
       break;
     case WorkloadKind::kFinQa:
-      s += ": shared " + std::to_string(prefix_tokens_) +
-           "-token report prefix + unique 64-256-token question, 16-128 output tokens";
+      s += ": shared " + std::to_string(prefix_tokens_) + "-token report prefix" +
+           (prefixes_.size() > 1
+                ? " (" + std::to_string(prefixes_.size()) + " distinct reports, round-robin)"
+                : std::string()) +
+           " + unique 64-256-token question, 16-128 output tokens";
       break;
     case WorkloadKind::kChatMix:
       s += ": prompts 16-2048 tokens, outputs 16-512 tokens (log-uniform)";

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "loadgen/prompt_text.h"
@@ -24,6 +25,9 @@ struct WorkloadOptions {
   WorkloadKind kind = WorkloadKind::kFixed;
   int32_t prompt_tokens = 128;  ///< fixed only (>= 1)
   int32_t output_tokens = 128;  ///< fixed only (>= 1)
+  /// fin-qa only (--prefixes, in [1, 64]): distinct shared reports; request i asks about report
+  /// i mod prefixes. Report 0 is the one-report workload's document.
+  int32_t prefixes = 1;
   uint64_t seed = 0;
 };
 
@@ -42,7 +46,8 @@ class Workload {
   static constexpr int32_t kFinQaPrefixTokens = 1024;
 
   /// `text` decides how token lengths are made (estimates or exact); it is copied.
-  /// Errors: kInvalidInput for fixed lengths < 1 or > 1,000,000.
+  /// Errors: kInvalidInput for fixed lengths < 1 or > 1,000,000, or fin-qa prefixes outside
+  /// [1, 64].
   static Result<Workload> create(const WorkloadOptions& options, const PromptText& text);
 
   RequestSpec request(uint64_t index) const;
@@ -50,16 +55,17 @@ class Workload {
   const WorkloadOptions& options() const { return options_; }
   /// One line for reports, e.g. "fin-qa: shared 1024-token prefix + 64-256-token question, ...".
   std::string describe() const;
-  /// Fin-qa's shared prefix text (empty for other workloads).
-  const std::string& shared_prefix() const { return prefix_; }
+  /// Fin-qa's shared prefix text of report `k` < options().prefixes (empty for other
+  /// workloads).
+  const std::string& shared_prefix(int32_t k = 0) const { return prefixes_[k]; }
 
  private:
   Workload(WorkloadOptions options, PromptText text) : options_(options), text_(text) {}
 
   WorkloadOptions options_;
   PromptText text_;
-  std::string prefix_;
-  int32_t prefix_tokens_ = 0;
+  std::vector<std::string> prefixes_{std::string()};  // fin-qa's reports
+  int32_t prefix_tokens_ = 0;                         // of report 0
 };
 
 }  // namespace novaserve

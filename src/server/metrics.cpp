@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "server/gpu_metrics.h"
+#include "server/replica_metrics.h"
 
 namespace novaserve {
 namespace {
@@ -55,6 +56,7 @@ ServerMetrics::ServerMetrics(std::string model_name)
     : registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
   gpu_ = std::make_unique<GpuMetrics>(r, model_name);
+  replica_ = std::make_unique<ReplicaMetrics>(r, model_name);
   prometheus::Labels l;
   if (!model_name.empty()) l["model_name"] = model_name;
   ttft_ = histogram(r, l, "novaserve_time_to_first_token_seconds",
@@ -136,7 +138,8 @@ void ServerMetrics::count_rejected(RejectReason reason) {
   rejected_[static_cast<int>(reason)]->Increment();
 }
 
-std::string ServerMetrics::scrape(const EngineStats* stats) {
+std::string ServerMetrics::scrape(const EngineStats* stats,
+                                  const std::vector<ReplicaStatus>& replicas) {
   {
     std::lock_guard<std::mutex> lock(mirror_mu_);
     if (stats != nullptr) {
@@ -153,6 +156,7 @@ std::string ServerMetrics::scrape(const EngineStats* stats) {
       mirror(forward_seconds_, stats->forward_seconds, last_.forward_seconds);
       last_ = *stats;
     }
+    replica_->update(replicas);
     if (gpu_source_) gpu_->update(gpu_source_());
     if (governor_ != nullptr) gpu_->update_governor(*governor_);
   }

@@ -27,6 +27,7 @@ class Counter;
 namespace novaserve {
 
 class GpuMetrics;
+class ReplicaMetrics;
 
 /// Thread-safe: observations come from every I/O thread. Also the SLO governor's latency source:
 /// take_window() reads windowed histograms fed by the same observations as the exported ones.
@@ -48,8 +49,10 @@ class ServerMetrics : public LatencySource {
   void count_rejected(RejectReason reason);
 
   /// The exposition text. Gauges and the engine's monotonic counters (preemptions, prefix cache)
-  /// are refreshed from `stats` first; pass null while no engine exists (they keep their values).
-  std::string scrape(const EngineStats* stats);
+  /// are refreshed from `stats` (the totals over the replicas) first, and the per-replica series
+  /// from `replicas` (replica_metrics.h); pass null and {} while no engine exists (they keep
+  /// their values).
+  std::string scrape(const EngineStats* stats, const std::vector<ReplicaStatus>& replicas = {});
 
   /// From now on each scrape exports `gpus()` (the telemetry sampler's snapshot) and, when not
   /// null, `governor`'s target and decisions. Both must stay valid until detach_telemetry().
@@ -84,6 +87,7 @@ class ServerMetrics : public LatencySource {
   std::mutex mirror_mu_;  // serializes scrapes' counter mirroring and the telemetry series
   EngineStats last_{};
   std::unique_ptr<GpuMetrics> gpu_;
+  std::unique_ptr<ReplicaMetrics> replica_;
   std::function<std::vector<GpuSample>()> gpu_source_;
   const GovernorStatus* governor_ = nullptr;
   WindowedHistogram ttft_window_;

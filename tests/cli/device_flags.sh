@@ -49,6 +49,21 @@ done
 expect_exit2 "generate: --no-graphs with --device cpu" "$BIN" generate --model "$MODEL" \
   --prompt hi -n 2 --device cpu --no-graphs
 
+# Data-parallel replicas (docs/multi-gpu.md): one --gpu entry per replica, checked before the
+# device; a list is for serve --data-parallel only.
+expect_exit2 "serve: --data-parallel 2 with one --gpu entry" "$BIN" serve --model "$MODEL" \
+  --port 0 --device cuda --data-parallel 2 --gpu 0 &&
+  { grep -q "data-parallel 2 x --pipeline-parallel 1 needs as many --gpu entries (got 1)" \
+    "$TMP/err" || fail "serve --data-parallel 2 --gpu 0: message"; }
+expect_exit2 "serve: --data-parallel 1 with two --gpu entries" "$BIN" serve --model "$MODEL" \
+  --port 0 --device cuda --gpu 0,1
+expect_exit2 "serve: a --gpu list entry that is no number" "$BIN" serve --model "$MODEL" \
+  --port 0 --device cuda --data-parallel 2 --gpu 0,x &&
+  { grep -q "comma-separated list" "$TMP/err" || fail "serve --gpu 0,x: message"; }
+expect_exit2 "generate: a --gpu list" "$BIN" generate --model "$MODEL" --prompt hi -n 2 \
+  --device cuda --gpu 0,1 &&
+  { grep -q "only serve --data-parallel takes a list" "$TMP/err" || fail "generate --gpu 0,1"; }
+
 # --device cpu (and the auto KV type) still generate.
 "$BIN" generate --model "$MODEL" --prompt "The capital of France is" -n 4 -t 0 --device cpu \
   --kv-cache-dtype auto >"$TMP/out" 2>"$TMP/err" || fail "generate --device cpu exited $?"

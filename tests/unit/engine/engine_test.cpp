@@ -340,5 +340,33 @@ TEST_F(EngineTest, CreateRejectsBadOptions) {
   EXPECT_NE(e.error().message.find("make_runner is empty"), std::string::npos);
 }
 
+// Data-parallel isolation (docs/multi-gpu.md): a failed internal check on the engine thread
+// fails that engine, with an error finish for each request it held, and not the process.
+TEST_F(EngineTest, AFailedCheckFailsTheEngineAndItsRequestsNotTheProcess) {
+  EngineOptions o;
+  o.fail_after_steps = 2;  // the test hook of --test-fail-replica
+  auto e = make(o);
+  ASSERT_TRUE(e->healthy());
+  Collector c;
+  ASSERT_TRUE(e->submit(request(1, kTexts[0], 30, c)).ok());
+  ASSERT_TRUE(e->submit(request(2, kTexts[1], 30, c)).ok());
+  ASSERT_TRUE(c.wait(2));
+  for (uint64_t id : {1, 2}) {
+    const auto r = c.get(id);
+    EXPECT_EQ(r.finish, FinishReason::kError);
+    EXPECT_NE(r.last.error.find("the engine failed"), std::string::npos) << r.last.error;
+    EXPECT_LT(r.tokens.size(), 30u);
+  }
+  EXPECT_FALSE(e->healthy());
+  const auto replicas = e->replicas();
+  ASSERT_EQ(replicas.size(), 1u);
+  EXPECT_FALSE(replicas[0].healthy);
+  EXPECT_NE(replicas[0].error.find("--test-fail-replica"), std::string::npos);
+  const Status refused = e->submit(request(3, kTexts[2], 4, c));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kInternal);
+  EXPECT_EQ(e->stats().num_running, 0);
+}
+
 }  // namespace
 }  // namespace novaserve

@@ -71,6 +71,13 @@ TEST(LoadgenFlags, RejectsBadValues) {
   f = base();
   f.workload = "nope";
   EXPECT_NE(error_of(f).find("unknown workload"), std::string::npos);
+  f = base();
+  f.has_prefixes = true;
+  f.prefixes = 4;
+  EXPECT_NE(error_of(f).find("--prefixes applies only to --workload fin-qa"), std::string::npos);
+  f.workload = "fin-qa";
+  f.prefixes = 0;
+  EXPECT_NE(error_of(f).find("--prefixes must be in [1, 64]"), std::string::npos);
 }
 
 TEST(LoadgenFlags, FindMaxQpsNeedsAnSloAndNoConcurrency) {

@@ -86,6 +86,35 @@ TEST(Workload, FinQaSharesOneReportAndAsksUniqueQuestions) {
   EXPECT_GT(max_out, 120);
 }
 
+TEST(Workload, FinQaWithPrefixesAsksAboutKDistinctReportsRoundRobin) {
+  WorkloadOptions o;
+  o.kind = WorkloadKind::kFinQa;
+  o.seed = 3;
+  o.prefixes = 3;
+  auto w = Workload::create(o, PromptText(nullptr));
+  ASSERT_TRUE(w.ok());
+  const Workload one = make(WorkloadKind::kFinQa, 3);
+  EXPECT_EQ(w->shared_prefix(0), one.shared_prefix());  // report 0 is the one-report document
+  std::set<std::string> reports;
+  for (int32_t k = 0; k < 3; ++k) {
+    const std::string& p = w->shared_prefix(k);
+    reports.insert(p);
+    EXPECT_EQ(PromptText(nullptr).count(p), Workload::kFinQaPrefixTokens);
+    // Distinct from the first words on, so that no two reports share a KV block.
+    if (k > 0) EXPECT_NE(p.substr(0, 20), w->shared_prefix(0).substr(0, 20));
+  }
+  EXPECT_EQ(reports.size(), 3u);
+  for (uint64_t i = 0; i < 30; ++i) {
+    const std::string& p = w->shared_prefix(static_cast<int32_t>(i % 3));
+    EXPECT_EQ(w->request(i).prompt.compare(0, p.size(), p), 0) << i;
+  }
+  EXPECT_NE(w->describe().find("3 distinct reports"), std::string::npos);
+  o.prefixes = 0;
+  EXPECT_FALSE(Workload::create(o, PromptText(nullptr)).ok());
+  o.prefixes = 65;
+  EXPECT_FALSE(Workload::create(o, PromptText(nullptr)).ok());
+}
+
 TEST(Workload, ChatMixSpreadsLengths) {
   const Workload w = make(WorkloadKind::kChatMix, 11);
   int short_prompts = 0, long_prompts = 0, short_out = 0, long_out = 0;

@@ -40,6 +40,29 @@ TEST(ServerMetrics, GaugesFollowTheEngineAndCountersMirrorItsTotals) {
   EXPECT_TRUE(has_line(text, "novaserve_num_preemptions_total 7"));
 }
 
+TEST(ServerMetrics, ReplicaSeriesCarryTheReplicaLabel) {
+  ServerMetrics m;
+  EngineStats total;
+  std::vector<ReplicaStatus> replicas(2);
+  replicas[0].stats.num_running = 2;
+  replicas[0].stats.prefix_cache_hits = 64;
+  replicas[0].outstanding_tokens = 300;
+  replicas[1].healthy = false;
+  replicas[1].stats.kv_cache_usage = 0.5;
+  std::string text = m.scrape(&total, replicas);
+  EXPECT_TRUE(has_line(text, "novaserve_replica_healthy{replica=\"0\"} 1")) << text;
+  EXPECT_TRUE(has_line(text, "novaserve_replica_healthy{replica=\"1\"} 0"));
+  EXPECT_TRUE(has_line(text, "novaserve_replica_num_requests_running{replica=\"0\"} 2"));
+  EXPECT_TRUE(has_line(text, "novaserve_replica_outstanding_tokens{replica=\"0\"} 300"));
+  EXPECT_TRUE(has_line(text, "novaserve_replica_kv_cache_usage_perc{replica=\"1\"} 0.5"));
+  EXPECT_TRUE(has_line(text, "novaserve_replica_prefix_cache_hits_total{replica=\"0\"} 64"));
+  replicas[0].stats.prefix_cache_hits = 80;
+  text = m.scrape(&total, replicas);
+  EXPECT_TRUE(has_line(text, "novaserve_replica_prefix_cache_hits_total{replica=\"0\"} 80"));
+  // The unlabelled totals stay as they were (dashboards and loadgen read them).
+  EXPECT_TRUE(has_line(text, "novaserve_num_requests_running 0"));
+}
+
 TEST(ServerMetrics, ObservationsLandInTheHistograms) {
   ServerMetrics m;
   m.observe_time_to_first_token(0.03);
