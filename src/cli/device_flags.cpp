@@ -167,12 +167,16 @@ Result<std::vector<DeviceFlags>> replica_device_flags(const DeviceFlags& f, int6
                    std::to_string(ordinals.size()) + ")");
   }
   std::vector<DeviceFlags> out;
-  for (int64_t g : ordinals) {
+  for (size_t i = 0; i < ordinals.size(); ++i) {
+    const int64_t g = ordinals[i];
     DeviceFlags d = f;
     d.gpu = g;
     d.gpus = {g};
     const auto sharing = std::count(ordinals.begin(), ordinals.end(), g);
-    d.gpu_memory_utilization = f.gpu_memory_utilization / static_cast<double>(sharing);
+    // This entry's rank on its device (1 = first): what started before it is already in use.
+    const auto rank = std::count(ordinals.begin(), ordinals.begin() + static_cast<long>(i) + 1, g);
+    d.gpu_memory_utilization =
+        f.gpu_memory_utilization * static_cast<double>(rank) / static_cast<double>(sharing);
     out.push_back(std::move(d));
   }
   return out;

@@ -41,9 +41,11 @@ struct DeviceFlags {
 void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilization);
 
 /// The device flags of each of `replicas` (>= 1) data-parallel replicas: replica i runs on
-/// --gpu entry i (GPU 0 for all when --gpu was not given), and each gets the share of
-/// --gpu-memory-utilization of its device that is left when every entry naming that device
-/// takes an equal part. On the CPU, `replicas` copies of `f`. Errors: kInvalidInput when a
+/// --gpu entry i (GPU 0 for all when --gpu was not given), and every entry naming a device takes
+/// an equal part u / k of its --gpu-memory-utilization u. The engines start in order and a
+/// runner's KV budget counts all the device memory already in use (vLLM's rule), so the j-th
+/// entry (from 1) of a device gets the cumulative share u * j / k. On the CPU, `replicas` copies
+/// of `f`. Errors: kInvalidInput when a
 /// --gpu list was given and its length is not replicas x 1 pipeline stage.
 Result<std::vector<DeviceFlags>> replica_device_flags(const DeviceFlags& f, int64_t replicas);
 
