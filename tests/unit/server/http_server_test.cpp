@@ -82,7 +82,10 @@ TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
     auto r = c.read_response();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200);
-    EXPECT_EQ(Json::parse(r->body), Json({{"status", "ok"}}));
+    const Json health = Json::parse(r->body);
+    EXPECT_EQ(health["status"], "ok");
+    EXPECT_EQ(health["replicas"]["count"], 1);  // one engine: one healthy replica
+    EXPECT_EQ(health["replicas"]["healthy"], Json::array({0}));
     EXPECT_EQ(r->headers["connection"], "keep-alive");
   }
 }
