@@ -82,10 +82,14 @@ Status CpuBackend::plan_attention(const AttentionStep& step) {
   AttentionStep own = step;
   own.seqs = step_seqs_.data();
   set_planned_step(own);
+  layer_seqs_layer_ = -1;
   return {};
 }
 
 const AttentionSeq* CpuBackend::layer_seqs(int64_t layer) {
+  // store_kv and attention of one layer share the views: derived once per layer.
+  if (layer == layer_seqs_layer_) return layer_seqs_.data();
+  layer_seqs_layer_ = layer;
   layer_seqs_.resize(step_seqs_.size());
   for (size_t s = 0; s < step_seqs_.size(); ++s) {
     layer_seqs_[s] = step_seqs_[s];

@@ -57,6 +57,7 @@ class CpuBackend final : public Backend {
   std::vector<AttentionTask> tasks_;      // grow-only
   std::vector<AttentionSeq> step_seqs_;   // the planned step's sequences (layer 0 views)
   std::vector<AttentionSeq> layer_seqs_;  // the same, viewing the current layer (grow-only)
+  int64_t layer_seqs_layer_ = -1;         // the layer layer_seqs_ views; -1 after a new plan
 };
 
 }  // namespace novaserve
