@@ -3,6 +3,39 @@
 
 namespace novaserve {
 
+Status Backend::attention_inputs(const QkvParams& p, int64_t n, ActQuant mode) {
+  const AttentionShape& s = planned_step().shape;
+  NOVASERVE_RETURN_IF_ERROR(add_rms_norm(p.x, nullptr, p.norm_w, n, p.wq->n_in, p.eps, p.h));
+  NOVASERVE_RETURN_IF_ERROR(matmul_qkv(*p.wq, *p.wk, *p.wv, p.h, n, p.q, p.k, p.v, mode));
+  if (p.bq != nullptr) {
+    NOVASERVE_RETURN_IF_ERROR(add_bias(p.q, p.bq, n, p.wq->n_out));
+    NOVASERVE_RETURN_IF_ERROR(add_bias(p.k, p.bk, n, p.wk->n_out));
+    NOVASERVE_RETURN_IF_ERROR(add_bias(p.v, p.bv, n, p.wv->n_out));
+  }
+  if (p.q_norm != nullptr) {  // qwen3: every head's q and k normalised on its own
+    NOVASERVE_RETURN_IF_ERROR(
+        add_rms_norm(p.q, nullptr, p.q_norm, n * s.n_head, s.head_dim, p.eps, p.q));
+    NOVASERVE_RETURN_IF_ERROR(
+        add_rms_norm(p.k, nullptr, p.k_norm, n * s.n_head_kv, s.head_dim, p.eps, p.k));
+  }
+  NOVASERVE_RETURN_IF_ERROR(rope(p.q, n, s.n_head, s.head_dim, p.n_rot, p.ordering, p.rope_table));
+  return rope_store_kv(p.k, p.v, p.kv_layer, p.rope_table, p.n_rot, p.ordering);
+}
+
+Status Backend::matmul_add(const WeightMatrix& w, const float* x, int64_t n_rows, float* tmp,
+                           float* y, ActQuant mode) {
+  NOVASERVE_RETURN_IF_ERROR(matmul(w, x, n_rows, tmp, mode));
+  return add_residual(y, tmp, n_rows, w.n_out);
+}
+
+Status Backend::norm_gate_up_swiglu(float* x, const float* norm_w, float eps,
+                                    const WeightMatrix& w_gate, const WeightMatrix& w_up,
+                                    int64_t n_rows, float* h, float* gate, float* up, float* out,
+                                    ActQuant mode) {
+  NOVASERVE_RETURN_IF_ERROR(add_rms_norm(x, nullptr, norm_w, n_rows, w_gate.n_in, eps, h));
+  return gate_up_swiglu(w_gate, w_up, h, n_rows, gate, up, out, mode);
+}
+
 Status Backend::matmul_qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv,
                            const float* x, int64_t n_rows, float* q, float* k, float* v,
                            ActQuant mode) {

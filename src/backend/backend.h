@@ -8,8 +8,9 @@
 // (sequence, head) pair for attention) by a fixed sequence of operations that does not depend on
 // the other rows of the batch: a sequence's results are bit-identical alone or batched.
 //
-// Two kinds of ops: the primitives every backend implements, and fused ops (matmul_qkv,
-// gate_up_swiglu, rope_store_kv, add_residual, gather_rows) whose defaults in backend.cpp compose
+// Two kinds of ops: the primitives every backend implements, and fused ops (attention_inputs,
+// matmul_add, norm_gate_up_swiglu, matmul_qkv, gate_up_swiglu, rope_store_kv, add_residual,
+// gather_rows) whose defaults in backend.cpp compose
 // the primitives, so a backend overrides only the fusions it has kernels for. Errors: a GPU
 // backend returns kInternal naming a failed launch, kInvalidInput for shapes its kernels do not
 // take; the CPU backend's ops do not fail.
@@ -92,6 +93,24 @@ class Backend {
                          int32_t block_size) = 0;
 
   // ---- Fused ops (defaults compose the primitives: backend.cpp) ---------------------------
+
+  /// Everything a layer's attention block computes before attention (QkvParams), for the
+  /// planned step's n_rows rows. The default: add_rms_norm (no delta) into p.h, matmul_qkv,
+  /// add_bias on q, k, v, add_rms_norm of every q and k head, rope on q, rope_store_kv.
+  virtual Status attention_inputs(const QkvParams& p, int64_t n_rows, ActQuant mode);
+
+  /// y += x W^T (the residual add after a projection): x [n_rows][w.n_in], y [n_rows][w.n_out].
+  /// `tmp` ([n_rows][w.n_out]) is scratch: the default is matmul into tmp, then add_residual.
+  virtual Status matmul_add(const WeightMatrix& w, const float* x, int64_t n_rows, float* tmp,
+                            float* y, ActQuant mode);
+
+  /// out = silu(h Wgate^T) * (h Wup^T) with h = RMSNorm(x) * norm_w (into `h`, [n_rows][n_in],
+  /// scratch for a fused kernel); x is not modified. The default: add_rms_norm (no delta), then
+  /// gate_up_swiglu (whose gate and up scratch these are).
+  virtual Status norm_gate_up_swiglu(float* x, const float* norm_w, float eps,
+                                     const WeightMatrix& w_gate, const WeightMatrix& w_up,
+                                     int64_t n_rows, float* h, float* gate, float* up, float* out,
+                                     ActQuant mode);
 
   /// The grouped QKV projection: q = x Wq^T, k = x Wk^T, v = x Wv^T (matmul's shapes).
   virtual Status matmul_qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv,

@@ -113,4 +113,29 @@ struct AttentionStep {
   AttentionShape shape;
 };
 
+/// One layer's attention-block inputs for Backend::attention_inputs: h = RMSNorm(x) * norm_w;
+/// q, k, v = h Wq^T, h Wk^T, h Wv^T; + biases (qwen2); per-head RMSNorm of q and k (qwen3);
+/// RoPE on q and on k; k and v into the layer's KV cache. Device pointers for a GPU backend.
+struct QkvParams {
+  float* x = nullptr;             ///< [n_rows][n_embd] the residual stream (read, not modified)
+  const float* norm_w = nullptr;  ///< [n_embd] the attention norm's weights
+  float eps = 0.0f;               ///< RMSNorm epsilon (also for q_norm/k_norm)
+  const WeightMatrix* wq = nullptr;
+  const WeightMatrix* wk = nullptr;
+  const WeightMatrix* wv = nullptr;
+  const float* bq = nullptr;  ///< [q_dim], with bk [kv_dim] and bv [kv_dim]; all or none
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* q_norm = nullptr;  ///< [head_dim] per-head norm weights of q and k, or null
+  const float* k_norm = nullptr;
+  const float* rope_table = nullptr;  ///< [n_rows][n_rot] from Backend::rope_table
+  int32_t n_rot = 0;
+  RopeOrdering ordering = RopeOrdering::kNormal;
+  int64_t kv_layer = 0;  ///< the layer in the planned step's KV views
+  float* h = nullptr;    ///< [n_rows][n_embd] scratch
+  float* q = nullptr;    ///< [n_rows][q_dim] out: the rotated queries
+  float* k = nullptr;    ///< [n_rows][kv_dim] scratch
+  float* v = nullptr;    ///< [n_rows][kv_dim] scratch
+};
+
 }  // namespace novaserve

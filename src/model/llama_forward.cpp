@@ -32,15 +32,11 @@ Status LlamaForward::run(Backend& b, const ForwardInputs& in, const ForwardBuffe
   }
   NOVASERVE_RETURN_IF_ERROR(b.rope_table(in.pos, n, rope_, buf.rope_table));
   for (int64_t il = range.first; il < range.last; ++il) {
-    NOVASERVE_RETURN_IF_ERROR(layer(b, il, il - in.kv_first_layer, il > range.first, n, buf, mode));
+    NOVASERVE_RETURN_IF_ERROR(layer(b, il, il - in.kv_first_layer, n, buf, mode));
   }
-  if (range.last < c.n_layer) {
-    // Hand on a complete hidden state: the next range's first norm adds nothing.
-    return b.add_residual(buf.x, buf.o, n, c.n_embd);
-  }
-  // The last layer's FFN output (in o) joins the residual inside the final norm.
+  if (range.last < c.n_layer) return {};  // x is the complete hidden state the next range reads
   NOVASERVE_RETURN_IF_ERROR(
-      b.add_rms_norm(buf.x, buf.o, weights_.output_norm, n, c.n_embd, c.rms_eps, buf.h));
+      b.add_rms_norm(buf.x, nullptr, weights_.output_norm, n, c.n_embd, c.rms_eps, buf.h));
   const float* head_in = buf.h;
   if (in.logit_rows != nullptr) {
     NOVASERVE_RETURN_IF_ERROR(
@@ -52,37 +48,36 @@ Status LlamaForward::run(Backend& b, const ForwardInputs& in, const ForwardBuffe
   return b.argmax_rows(buf.logits, in.n_logit_rows, c.n_vocab, buf.greedy_ids);
 }
 
-Status LlamaForward::layer(Backend& b, int64_t il, int64_t kv_layer, bool adds_previous, int64_t n,
+Status LlamaForward::layer(Backend& b, int64_t il, int64_t kv_layer, int64_t n,
                            const ForwardBuffers& buf, ActQuant mode) const {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[il];
-  // The previous layer's FFN output (o) joins the residual inside this layer's first norm.
-  NOVASERVE_RETURN_IF_ERROR(b.add_rms_norm(buf.x, adds_previous ? buf.o : nullptr, w.attn_norm, n,
-                                           c.n_embd, c.rms_eps, buf.h));
-  NOVASERVE_RETURN_IF_ERROR(b.matmul_qkv(w.wq, w.wk, w.wv, buf.h, n, buf.q, buf.k, buf.v, mode));
-  if (w.bq != nullptr) {
-    NOVASERVE_RETURN_IF_ERROR(b.add_bias(buf.q, w.bq, n, c.q_dim()));
-    NOVASERVE_RETURN_IF_ERROR(b.add_bias(buf.k, w.bk, n, c.kv_dim()));
-    NOVASERVE_RETURN_IF_ERROR(b.add_bias(buf.v, w.bv, n, c.kv_dim()));
-  }
-  if (w.q_norm != nullptr) {  // qwen3: every head's q and k normalised on its own
-    NOVASERVE_RETURN_IF_ERROR(
-        b.add_rms_norm(buf.q, nullptr, w.q_norm, n * c.n_head, c.head_dim, c.rms_eps, buf.q));
-    NOVASERVE_RETURN_IF_ERROR(
-        b.add_rms_norm(buf.k, nullptr, w.k_norm, n * c.n_head_kv, c.head_dim, c.rms_eps, buf.k));
-  }
-  NOVASERVE_RETURN_IF_ERROR(b.rope(buf.q, n, shape_.n_head, shape_.head_dim, rope_.n_rot,
-                                   rope_.ordering, buf.rope_table));
-  NOVASERVE_RETURN_IF_ERROR(
-      b.rope_store_kv(buf.k, buf.v, kv_layer, buf.rope_table, rope_.n_rot, rope_.ordering));
+  QkvParams qkv;
+  qkv.x = buf.x;
+  qkv.norm_w = w.attn_norm;
+  qkv.eps = c.rms_eps;
+  qkv.wq = &w.wq;
+  qkv.wk = &w.wk;
+  qkv.wv = &w.wv;
+  qkv.bq = w.bq;
+  qkv.bk = w.bk;
+  qkv.bv = w.bv;
+  qkv.q_norm = w.q_norm;
+  qkv.k_norm = w.k_norm;
+  qkv.rope_table = buf.rope_table;
+  qkv.n_rot = rope_.n_rot;
+  qkv.ordering = rope_.ordering;
+  qkv.kv_layer = kv_layer;
+  qkv.h = buf.h;
+  qkv.q = buf.q;
+  qkv.k = buf.k;
+  qkv.v = buf.v;
+  NOVASERVE_RETURN_IF_ERROR(b.attention_inputs(qkv, n, mode));
   NOVASERVE_RETURN_IF_ERROR(b.attention(buf.q, kv_layer, buf.attn));
-  NOVASERVE_RETURN_IF_ERROR(b.matmul(w.wo, buf.attn, n, buf.o, mode));
-
-  NOVASERVE_RETURN_IF_ERROR(
-      b.add_rms_norm(buf.x, buf.o, w.ffn_norm, n, c.n_embd, c.rms_eps, buf.h));
-  NOVASERVE_RETURN_IF_ERROR(
-      b.gate_up_swiglu(w.w_gate, w.w_up, buf.h, n, buf.gate, buf.up, buf.act, mode));
-  return b.matmul(w.w_down, buf.act, n, buf.o, mode);
+  NOVASERVE_RETURN_IF_ERROR(b.matmul_add(w.wo, buf.attn, n, buf.o, buf.x, mode));
+  NOVASERVE_RETURN_IF_ERROR(b.norm_gate_up_swiglu(buf.x, w.ffn_norm, c.rms_eps, w.w_gate, w.w_up, n,
+                                                  buf.h, buf.gate, buf.up, buf.act, mode));
+  return b.matmul_add(w.w_down, buf.act, n, buf.o, buf.x, mode);
 }
 
 }  // namespace novaserve

@@ -4,9 +4,11 @@
 // which Backend issues the ops. The pass issues ops only: no allocation, no host
 // synchronisation, so a GPU runner can capture it into a graph.
 //
-// Per layer: h = RMSNorm(x); q, k, v = h Wq, h Wk, h Wv (+ biases: qwen2; per-head RMSNorm of q
-// and k: qwen3); RoPE on q, and on k as it enters the paged KV cache; attention; o = attn Wo;
-// x += o; h = RMSNorm(x); o = (silu(h Wgate) * h Wup) Wdown; the next layer's norm adds o to x.
+// Per layer, as three fused ops around attention and two projections (Backend's fused ops, which
+// a GPU backend runs as one kernel each at decode batch sizes): h = RMSNorm(x); q, k, v = h Wq,
+// h Wk, h Wv (+ biases: qwen2; per-head RMSNorm of q and k: qwen3); RoPE on q, and on k as it
+// enters the paged KV cache (attention_inputs); attention; x += attn Wo (matmul_add);
+// h = RMSNorm(x), a = silu(h Wgate) * h Wup (norm_gate_up_swiglu); x += a Wdown (matmul_add).
 #pragma once
 
 #include <cstdint>
@@ -45,7 +47,7 @@ struct ForwardBuffers {
   /// that starts after layer 0 reads it, one that ends before n_layer leaves it complete.
   float* x = nullptr;
   float* h = nullptr;             ///< [n_rows][n_embd] normalised block input
-  float* o = nullptr;             ///< [n_rows][n_embd] block output before it joins x
+  float* o = nullptr;             ///< [n_rows][n_embd] scratch of matmul_add's default
   float* q = nullptr;             ///< [n_rows][q_dim]
   float* attn = nullptr;          ///< [n_rows][q_dim] attention output
   float* k = nullptr;             ///< [n_rows][kv_dim]
@@ -82,8 +84,8 @@ class LlamaForward {
 
  private:
   // `il`: the model layer; `kv_layer`: its layer in the KV views.
-  Status layer(Backend& b, int64_t il, int64_t kv_layer, bool adds_previous, int64_t n,
-               const ForwardBuffers& buf, ActQuant mode) const;
+  Status layer(Backend& b, int64_t il, int64_t kv_layer, int64_t n, const ForwardBuffers& buf,
+               ActQuant mode) const;
 
   ModelConfig config_;
   WeightViews weights_;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <vector>
 
 #include "backend/gpu/platform/gpu_status.h"
 #include "backend/gpu/platform/vendor.h"
@@ -25,13 +26,19 @@ class DecodeGraphs {
 
   bool has(int32_t bucket) const { return graphs_.count(bucket) != 0; }
 
+  /// What capture() made: its capture plus instantiation time, and the graph's kernel nodes.
+  struct Captured {
+    double seconds = 0.0;
+    size_t kernels = 0;
+  };
+
   /// Captures what `enqueue()` (returning Status) launches on `stream` as the graph of `bucket`
-  /// without running it, replacing any graph of that bucket, and returns the capture plus
-  /// instantiation time in seconds. `enqueue` must launch only graph-capturable work (kernels,
+  /// without running it, replacing any graph of that bucket, and says how long that took and how
+  /// many kernels the graph launches. `enqueue` must launch only graph-capturable work (kernels,
   /// asynchronous copies; no allocation or synchronization). Errors: enqueue's, or kInternal
   /// naming the failed graph call (the stream leaves capture mode either way).
   template <typename Enqueue>
-  Result<double> capture(int32_t bucket, cudaStream_t stream, Enqueue&& enqueue) {
+  Result<Captured> capture(int32_t bucket, cudaStream_t stream, Enqueue&& enqueue) {
     const auto t0 = std::chrono::steady_clock::now();
     NOVASERVE_GPU_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     const Status launched = enqueue();
@@ -42,13 +49,16 @@ class DecodeGraphs {
       return launched.error();
     }
     NOVASERVE_RETURN_IF_ERROR(gpu_status(ended, "cudaStreamEndCapture"));
+    Captured c;
+    c.kernels = kernel_nodes(graph);
     cudaGraphExec_t exec = nullptr;
     const cudaError_t made = graph_instantiate(&exec, graph);
     (void)cudaGraphDestroy(graph);
     NOVASERVE_RETURN_IF_ERROR(gpu_status(made, "cudaGraphInstantiate"));
     drop(bucket);
     graphs_[bucket] = exec;
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return c;
   }
 
   /// Replays the graph of `bucket` (which must exist) on `stream`. Errors: kInternal.
@@ -63,6 +73,22 @@ class DecodeGraphs {
   }
 
  private:
+  // Kernel nodes of `graph` (0 when the runtime cannot list them: the count is for logs).
+  static size_t kernel_nodes(cudaGraph_t graph) {
+    size_t n = 0;
+    if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return 0;
+    std::vector<cudaGraphNode_t> nodes(n);
+    if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return 0;
+    size_t kernels = 0;
+    for (size_t i = 0; i < n; ++i) {
+      cudaGraphNodeType type;
+      if (cudaGraphNodeGetType(nodes[i], &type) == cudaSuccess && type == cudaGraphNodeTypeKernel) {
+        ++kernels;
+      }
+    }
+    return kernels;
+  }
+
   void drop(int32_t bucket) {
     auto it = graphs_.find(bucket);
     if (it == graphs_.end()) return;

@@ -1,7 +1,10 @@
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "backend/gpu/kernels/argmax_gpu.h"
+#include "backend/gpu/kernels/gemv_q4_0_q8_fused.h"
 #include "backend/gpu/kernels/gpu_ops.h"
 #include "runtime/gpu/gpu_backend.h"
 
@@ -19,7 +22,11 @@ GpuBackend::GpuBackend(cudaStream_t stream, GpuMatmul& matmul, const StepInputs&
       prof_(profiler),
       act_q8_(act_q8),
       attn_split_(attn_split),
-      n_sm_(n_sm) {}
+      n_sm_(n_sm),
+      fused_([] {
+        const char* env = std::getenv("NOVASERVE_GPU_FUSED");
+        return env == nullptr || std::strcmp(env, "0") != 0;
+      }()) {}
 
 const char* GpuBackend::name() const {
 #if defined(NOVASERVE_GPU_HIP)
@@ -49,13 +56,19 @@ bool GpuBackend::gemv_q8(const WeightMatrix& w, int64_t n, ActQuant mode) const 
          n <= kGemvQ4_0Q8MaxRows;
 }
 
-Status GpuBackend::quantize_rows(const float* x, int64_t n, int64_t width, ActQ8& out) {
+bool GpuBackend::fused(const WeightMatrix& w, int64_t n, ActQuant mode) const {
+  return fused_ && gemv_q8(w, n, mode);
+}
+
+Status GpuBackend::quantize_rows(const float* x, const float* norm_w, float eps, int64_t n,
+                                 int64_t width, ActQ8& out) {
   if (act_q8_bytes(n, width) > act_q8_.bytes()) {
     return Err(ErrorCode::kInternal,
                "GPU backend: the quantized-activation workspace holds fewer than " +
                    std::to_string(n) + " rows of " + std::to_string(width));
   }
   out = act_q8_view(act_q8_.get(), n, width);
+  if (norm_w != nullptr) return rms_norm_quantize_act_q8(x, norm_w, eps, n, width, out, stream_);
   return quantize_act_q8(x, n, width, out, stream_);
 }
 
@@ -63,7 +76,7 @@ Status GpuBackend::plain_matmul(const WeightMatrix& w, const float* x, int64_t n
                                 ActQuant mode) {
   if (gemv_q8(w, n, mode)) {
     ActQ8 xq;
-    NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, n, w.n_in, xq));
+    NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, nullptr, 0.0f, n, w.n_in, xq));
     float* const ys[] = {y};
     return gemv_q4_0_q8({&w, 1}, xq, n, ys, false, stream_);
   }
@@ -73,6 +86,72 @@ Status GpuBackend::plain_matmul(const WeightMatrix& w, const float* x, int64_t n
 Status GpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
                           ActQuant mode) {
   return timed(matrix(w).op, [&] { return plain_matmul(w, x, n_rows, y, mode); });
+}
+
+Status GpuBackend::attention_inputs(const QkvParams& p, int64_t n, ActQuant mode) {
+  const AttentionShape& shape = planned_step().shape;
+  const bool q4_0 = p.wk->type == GgmlType::kQ4_0 && p.wv->type == GgmlType::kQ4_0;
+  // The fused kernel rotates whole heads and has no per-head norm (qwen3's q/k norms run
+  // between the projections and RoPE).
+  if (!fused(*p.wq, n, mode) || !q4_0 || p.q_norm != nullptr || p.n_rot != shape.head_dim ||
+      shape.head_dim % 8 != 0) {
+    return Backend::attention_inputs(p, n, mode);
+  }
+  FusedQkvOutput out;
+  out.q = p.q;
+  out.k = p.k;
+  out.v = p.v;
+  out.bias_q = p.bq;
+  out.bias_k = p.bk;
+  out.bias_v = p.bv;
+  out.rope_table = p.rope_table;
+  out.ordering = p.ordering;
+  out.head_dim = shape.head_dim;
+  // F16 caches take k and v from the kernel's epilogue; the quantized ones quantize whole
+  // 32-value blocks, so the kernel writes k (rotated) and v and store_kv stores them.
+  const bool cache_store = pool_.type == GgmlType::kF16;
+  if (cache_store) {
+    out.kv = kv_layer(p.kv_layer);
+    out.batch = in_.batch();
+  }
+  NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulQkv, [&]() -> Status {
+    ActQ8 xq;
+    NOVASERVE_RETURN_IF_ERROR(quantize_rows(p.x, p.norm_w, p.eps, n, p.wq->n_in, xq));
+    return gemv_q4_0_q8_qkv(*p.wq, *p.wk, *p.wv, xq, n, out, stream_);
+  }));
+  return cache_store ? Status{} : store(p.k, p.v, p.kv_layer, nullptr);
+}
+
+Status GpuBackend::matmul_add(const WeightMatrix& w, const float* x, int64_t n, float* tmp,
+                              float* y, ActQuant mode) {
+  if (fused(w, n, mode)) {
+    return timed(matrix(w).op, [&]() -> Status {
+      ActQ8 xq;
+      NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, nullptr, 0.0f, n, w.n_in, xq));
+      return gemv_q4_0_q8_add(w, xq, n, y, stream_);
+    });
+  }
+  const __half* w16 = matrix(w).w16;
+  if (!gemv_q8(w, n, mode) && matmul_.takes_blas(w, w16, n, w.type == GgmlType::kQ4_0)) {
+    return timed(matrix(w).op, [&] { return matmul_.accumulate(w, w16, x, n, y); });
+  }
+  return Backend::matmul_add(w, x, n, tmp, y, mode);
+}
+
+Status GpuBackend::norm_gate_up_swiglu(float* x, const float* norm_w, float eps,
+                                       const WeightMatrix& w_gate, const WeightMatrix& w_up,
+                                       int64_t n, float* h, float* gate, float* up, float* out,
+                                       ActQuant mode) {
+  if (!fused(w_gate, n, mode) || w_up.type != GgmlType::kQ4_0) {
+    return Backend::norm_gate_up_swiglu(x, norm_w, eps, w_gate, w_up, n, h, gate, up, out, mode);
+  }
+  return timed(ProfOp::kMatmulGateUp, [&]() -> Status {
+    ActQ8 xq;
+    NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, norm_w, eps, n, w_gate.n_in, xq));
+    const WeightMatrix ws[] = {w_gate, w_up};
+    float* const ys[] = {out, nullptr};
+    return gemv_q4_0_q8(ws, xq, n, ys, true, stream_);
+  });
 }
 
 Status GpuBackend::matmul_qkv(const WeightMatrix& wq, const WeightMatrix& wk,
@@ -90,7 +169,7 @@ Status GpuBackend::matmul_qkv(const WeightMatrix& wq, const WeightMatrix& wk,
   return timed(ProfOp::kMatmulQkv, [&]() -> Status {
     if (gemv_q8(wq, n, mode)) {
       ActQ8 xq;
-      NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, n, wq.n_in, xq));
+      NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, nullptr, 0.0f, n, wq.n_in, xq));
       return gemv_q4_0_q8(ws, xq, n, ys, false, stream_);
     }
     // One launch, the same bits as one per matrix.
@@ -106,7 +185,7 @@ Status GpuBackend::gate_up_swiglu(const WeightMatrix& w_gate, const WeightMatrix
     return timed(ProfOp::kMatmulGateUp, [&]() -> Status {
       if (gemv_q8(w_gate, n, mode)) {
         ActQ8 xq;
-        NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, n, w_gate.n_in, xq));
+        NOVASERVE_RETURN_IF_ERROR(quantize_rows(x, nullptr, 0.0f, n, w_gate.n_in, xq));
         const WeightMatrix ws[] = {w_gate, w_up};
         float* const ys[] = {out, nullptr};
         return gemv_q4_0_q8(ws, xq, n, ys, true, stream_);

@@ -1,7 +1,13 @@
 // GpuBackend: the Backend (backend/backend.h) of the GPU runner, over the launchers of gpu_ops.h,
 // attention_ops.h and GpuMatmul, every op on one stream and timed by the StepProfiler when it is
-// on. It implements the fused ops with fused kernels where they exist: the grouped Q4_0 GEMV for
-// q/k/v, the gate+up+SwiGLU GEMV, K's RoPE inside the KV store, and the device argmax.
+// on. It implements the fused ops with fused kernels where they exist: at decode batch sizes in
+// kQ8 mode the norm fused into the activation quantization (rms_norm_quantize_act_q8) and the
+// fused GEMV epilogues of gemv_q4_0_q8_fused.h (QKV + biases + RoPE + F16 KV store, the o and
+// down projections with the residual add), so a layer is nine or ten launches with attention
+// (its split-K combine the tenth); otherwise the grouped Q4_0 GEMV for q/k/v, the
+// gate+up+SwiGLU GEMV, K's RoPE inside the KV store, and the device argmax. The environment
+// variable NOVASERVE_GPU_FUSED=0 turns these fusions off (read when the backend is made: for
+// A/B runs and the lockstep tests of both paths).
 //
 // Matmul dispatch: up to GpuMatmul::kGemvMaxRows rows, GEMVs over the quantized weights (8-bit
 // activations for Q4_0 in ActQuant::kQ8 mode, gemv_q4_0_q8.h); larger batches go through
@@ -63,6 +69,12 @@ class GpuBackend final : public Backend {
   Status reserve(int64_t max_rows, int64_t max_context, const AttentionShape& shape,
                  int32_t block_size) override;
 
+  Status attention_inputs(const QkvParams& p, int64_t n_rows, ActQuant mode) override;
+  Status matmul_add(const WeightMatrix& w, const float* x, int64_t n_rows, float* tmp, float* y,
+                    ActQuant mode) override;
+  Status norm_gate_up_swiglu(float* x, const float* norm_w, float eps, const WeightMatrix& w_gate,
+                             const WeightMatrix& w_up, int64_t n_rows, float* h, float* gate,
+                             float* up, float* out, ActQuant mode) override;
   Status matmul_qkv(const WeightMatrix& wq, const WeightMatrix& wk, const WeightMatrix& wv,
                     const float* x, int64_t n_rows, float* q, float* k, float* v,
                     ActQuant mode) override;
@@ -89,8 +101,12 @@ class GpuBackend final : public Backend {
   const Matrix& matrix(const WeightMatrix& w) const;
   // Whether a Q4_0 matrix takes the int8-activation GEMV for n rows in `mode`.
   bool gemv_q8(const WeightMatrix& w, int64_t n, ActQuant mode) const;
-  // Quantizes n rows of `width` into act_q8 and returns the view in `out`.
-  Status quantize_rows(const float* x, int64_t n, int64_t width, ActQ8& out);
+  // Whether the fused GEMVs (gemv_q4_0_q8_fused.h) take `w` for n rows in `mode`.
+  bool fused(const WeightMatrix& w, int64_t n, ActQuant mode) const;
+  // Quantizes n rows of `width` (RMSNorm(x) * norm_w when norm_w is set) into act_q8 and returns
+  // the view in `out`.
+  Status quantize_rows(const float* x, const float* norm_w, float eps, int64_t n, int64_t width,
+                       ActQ8& out);
   Status plain_matmul(const WeightMatrix& w, const float* x, int64_t n, float* y, ActQuant mode);
   PagedKvLayer kv_layer(int64_t layer) const;
   Status store(const float* k, const float* v, int64_t layer, const StoreKvRope* rope);
@@ -102,6 +118,7 @@ class GpuBackend final : public Backend {
   DeviceBuffer& act_q8_;
   DeviceBuffer& attn_split_;
   int32_t n_sm_;
+  bool fused_;  // NOVASERVE_GPU_FUSED is not "0"
   int64_t max_context_ = 0;
   std::unordered_map<const void*, Matrix> matrices_;
   // The planned step.

@@ -361,10 +361,13 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
   } else {
     NOVASERVE_RETURN_IF_ERROR(enqueue_step());
     if (use_graph) {  // the bucket's first step ran eagerly (warming up every kernel); capture
-      auto secs = graphs_.capture(bucket, stream_, [&] { return enqueue_step(); });
-      if (!secs.ok()) return secs.error();
-      std::fprintf(stderr, "novaserve gpu: captured the decode graph of batch %d in %.1f ms\n",
-                   bucket, *secs * 1e3);
+      auto made = graphs_.capture(bucket, stream_, [&] { return enqueue_step(); });
+      if (!made.ok()) return made.error();
+      std::fprintf(stderr,
+                   "novaserve gpu: captured the decode graph of batch %d in %.1f ms (%zu kernels, "
+                   "%.1f per layer)\n",
+                   bucket, made->seconds * 1e3, made->kernels,
+                   static_cast<double>(made->kernels) / std::max<int64_t>(1, config().n_layer));
     }
   }
   NOVASERVE_GPU_RETURN_IF_ERROR(cudaMemcpyAsync(

@@ -36,7 +36,7 @@ Status GpuBlas::set_workspace(void* workspace, size_t bytes) {
 }
 
 Status GpuBlas::gemm_f16_nt(int64_t m, int64_t n, int64_t k, const __half* a, const __half* b,
-                            float* c) {
+                            float* c, bool accumulate) {
   if (m < 0 || n < 0 || k < 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) {
     return Err(ErrorCode::kInvalidInput, "gemm_f16_nt: sizes must lie in [0, INT32_MAX]");
   }
@@ -44,7 +44,7 @@ Status GpuBlas::gemm_f16_nt(int64_t m, int64_t n, int64_t k, const __half* a, co
   // BLAS is column-major: row-major C [m][n] is column-major C^T (n x m) = B (n x k) * A^T
   // (k x m). Row-major B [n][k] is column-major B^T, hence op T; row-major A is column-major
   // A^T, used as is.
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
   return blas_status(cublasGemmEx(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N,
                                   ni, mi, ki, &alpha, b, CUDA_R_16F, ki, a, CUDA_R_16F, ki, &beta,

@@ -25,12 +25,13 @@ class GpuBlas {
   /// call allocates (a requirement for capturing BLAS calls into graphs). Errors: kInternal.
   Status set_workspace(void* workspace, size_t bytes);
 
-  /// C = A * B^T with row-major A [m][k] (activations, fp16), B [n][k] (weights as stored in
-  /// GGUF, decoded to fp16) and C [m][n] (f32), fp32 accumulation: the prefill matmul
-  /// y = x W^T. Asynchronous on the handle's stream.
+  /// C = A * B^T (C += A * B^T with `accumulate`: the GEMM's beta = 1) with row-major A [m][k]
+  /// (activations, fp16), B [n][k] (weights as stored in GGUF, decoded to fp16) and C [m][n]
+  /// (f32), fp32 accumulation: the prefill matmul y = x W^T. Asynchronous on the handle's stream.
   /// Errors: kInvalidInput when a size is negative or over INT32_MAX (the BLAS API's int);
   /// kInternal naming the BLAS status.
-  Status gemm_f16_nt(int64_t m, int64_t n, int64_t k, const __half* a, const __half* b, float* c);
+  Status gemm_f16_nt(int64_t m, int64_t n, int64_t k, const __half* a, const __half* b, float* c,
+                     bool accumulate = false);
 
  private:
   GpuBlas() = default;

@@ -71,6 +71,30 @@ Status GpuMatmul::reserve(int64_t max_rows, int64_t max_n_in) {
                       "fp16 activation scratch");
 }
 
+bool GpuMatmul::takes_blas(const WeightMatrix& w, const __half* w16, int64_t n_rows,
+                           bool split) const {
+#if defined(NOVASERVE_GPU_HIP)
+  return false;
+#else
+  return has_blas() && n_rows > kGemvMaxRows && !(split && use_q4_0_mma(w, n_rows)) &&
+         w16 != nullptr;
+#endif
+}
+
+Status GpuMatmul::accumulate(const WeightMatrix& w, const __half* w16, const float* x,
+                             int64_t n_rows, float* y) {
+#if defined(NOVASERVE_GPU_HIP)
+  return Err(ErrorCode::kInvalidInput, "GpuMatmul::accumulate: no BLAS in the HIP build");
+#else
+  if (!takes_blas(w, w16, n_rows, w.type == GgmlType::kQ4_0)) {
+    return Err(ErrorCode::kInvalidInput, "GpuMatmul::accumulate: not a BLAS GEMM");
+  }
+  NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, w.n_in));
+  NOVASERVE_RETURN_IF_ERROR(convert_f32_to_f16(x, n_rows * w.n_in, x16_.get<__half>(), stream_));
+  return blas_->gemm_f16_nt(n_rows, w.n_out, w.n_in, x16_.get<__half>(), w16, y, true);
+#endif
+}
+
 Status GpuMatmul::run(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows,
                       float* y, bool split) {
 #if defined(NOVASERVE_GPU_HIP)

@@ -51,6 +51,15 @@ class GpuMatmul {
   Status run(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows, float* y,
              bool split);
 
+  /// Whether run() would take the BLAS GEMM for these arguments, which is what accumulate()
+  /// needs.
+  bool takes_blas(const WeightMatrix& w, const __half* w16, int64_t n_rows, bool split) const;
+
+  /// y += x W^T through the BLAS GEMM (beta = 1: the residual add in the GEMM's epilogue), for
+  /// arguments takes_blas() accepts. Errors: kInvalidInput for others; as run() otherwise.
+  Status accumulate(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows,
+                    float* y);
+
  private:
   GpuMatmul() = default;
   cudaStream_t stream_ = nullptr;

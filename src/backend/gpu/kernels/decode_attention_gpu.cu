@@ -39,6 +39,7 @@
 #include "backend/gpu/kernels/attention_ops.h"
 #include "backend/gpu/kernels/kv_access.h"
 #include "backend/gpu/platform/gpu_status.h"
+#include "backend/gpu/platform/pdl.h"
 
 namespace novaserve::gpu {
 namespace {
@@ -187,6 +188,8 @@ __global__ void __launch_bounds__(kThreads, kMinOccupancy) decode_kernel(DecodeA
   __shared__ float s_acc[kWarps][kMaxHeads][D];
   __shared__ float s_m[kWarps][kMaxHeads], s_l[kWarps][kMaxHeads];
 
+  pdl_wait();  // q and the block tables come from earlier ops
+  pdl_launch_dependents();
   const int32_t seq = blockIdx.z;
   const int32_t kvh = blockIdx.y;
   const int32_t split = blockIdx.x / a.head_groups;
@@ -411,6 +414,8 @@ __global__ void __launch_bounds__(kCombineThreads) combine_splits_kernel(DecodeA
   static_assert(kCombineThreads % D == 0, "whole groups");
   __shared__ float s_red[kCombineWarps];
   __shared__ float s_acc[kGroups][D];
+  pdl_wait();  // decode_kernel's partials
+  pdl_launch_dependents();
   const int32_t seq = blockIdx.y;
   const int32_t h = blockIdx.x;
   if (a.b.n_new(seq) != 1) return;
@@ -518,15 +523,17 @@ Status decode_attention(const float* q, const PagedKvLayer& kv, const PagedKvBat
   const dim3 grid(static_cast<unsigned>(plan.n_splits * head_groups),
                   static_cast<unsigned>(shape.n_head_kv), static_cast<unsigned>(batch.batch));
   const dim3 combine_grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(batch.batch));
+  cudaError_t e = cudaSuccess;
   dispatch_kv(kv.type, shape.head_dim, [&](auto dim, auto type) {
     constexpr int D = decltype(dim)::value;
-    decode_kernel<D, decltype(type)::value><<<grid, kThreads, 0, stream>>>(args);
-    if (plan.n_splits > 1) {
-      combine_splits_kernel<D><<<combine_grid, kCombineThreads, 0, stream>>>(args);
+    e = launch_maybe_pdl(decode_kernel<D, decltype(type)::value>, grid, dim3(kThreads), stream,
+                         args);
+    if (e == cudaSuccess && plan.n_splits > 1) {
+      e = launch_maybe_pdl(combine_splits_kernel<D>, combine_grid, dim3(kCombineThreads), stream,
+                           args);
     }
   });
-  // A failed launch leaves its error for cudaGetLastError, whichever of the two it was.
-  return launch_status("decode_attention_kernel / combine_splits_kernel");
+  return gpu_status(e, "decode_attention_kernel / combine_splits_kernel");
 }
 
 }  // namespace novaserve::gpu

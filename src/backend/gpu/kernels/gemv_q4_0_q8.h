@@ -41,6 +41,15 @@ ActQ8 act_q8_view(void* base, int64_t rows, int64_t n_in);
 Status quantize_act_q8(const float* x, int64_t n_rows, int64_t n_in, const ActQ8& out,
                        cudaStream_t stream);
 
+/// quantize_act_q8 of add_rms_norm's output without delta: each row of x [n_rows][n_in] (f32,
+/// device) normalised, (x * r) * norm_w with r = 1 / sqrt(mean(x^2) + eps) computed in double,
+/// then quantized into `out`; one launch instead of two. The sum of squares is reduced in the
+/// kernel's own order (add_rms_norm's kernel uses another), so r can differ from add_rms_norm's in
+/// its last bit. Errors: kInvalidInput for negative sizes, n_rows > 65535, n_in % 32 != 0 or a
+/// null pointer; kInternal naming a failed launch.
+Status rms_norm_quantize_act_q8(const float* x, const float* norm_w, float eps, int64_t n_rows,
+                                int64_t n_in, const ActQ8& out, cudaStream_t stream);
+
 /// y_m [n_rows][ws[m].n_out] = x W_m^T for up to 3 split-layout Q4_0 matrices sharing the
 /// quantized input x (n_rows <= kGemvQ4_0Q8MaxRows; all ws the same n_in, a multiple of 32).
 /// Per (row, output): for each block b, isum_b = sum_j (q_j - 8) * xq_j exactly in integers, then

@@ -2,7 +2,8 @@
 // of a row as f32 for every cache type (dequantizing Q8_0/Q4_0 blocks on the way), element stores
 // for the plain types, the index of a position's row, and the host dispatch from a runtime
 // (type, head_dim) to the kernels' template parameters. Used by store_kv_gpu.cu,
-// decode_attention_gpu.cu and prefill_attention_gpu.cu only.
+// decode_attention_gpu.cu, prefill_attention_gpu.cu and the fused QKV GEMV
+// (gemv_q4_0_q8_fused_gpu.cu) only.
 #pragma once
 
 #include <cstddef>
@@ -141,6 +142,33 @@ __device__ __forceinline__ int64_t kv_row_index(const PagedKvBatch& b, int32_t s
                                                 int32_t block_size) {
   const int32_t block = b.indices[b.indptr[seq] + pos / block_size];
   return (static_cast<int64_t>(block) * n_head_kv + kvh) * block_size + pos % block_size;
+}
+
+/// Sequence of activation row r of a step (qo_indptr's CSR): the largest i with
+/// qo_indptr[i] <= r. Empty sequences share their qo_indptr value with the next one, so the
+/// largest such i is the one that owns r.
+__device__ __forceinline__ int32_t kv_sequence_of_row(const PagedKvBatch& b, int64_t r) {
+  int32_t lo = 0, hi = b.batch - 1;
+  while (lo < hi) {
+    const int32_t mid = (lo + hi + 1) / 2;
+    if (b.qo_indptr[mid] <= r) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+/// Sequence and cache position of activation row r (its sequence's pos0 plus its offset among
+/// the sequence's new rows); false when the row is not stored: padding (kv_len <= 0), or more
+/// rows than positions.
+__device__ __forceinline__ bool kv_row_position(const PagedKvBatch& b, int32_t block_size,
+                                                int64_t r, int32_t* seq, int32_t* pos) {
+  *seq = kv_sequence_of_row(b, r);
+  const int32_t kv_len = b.kv_len(*seq, block_size);
+  *pos = kv_len - b.n_new(*seq) + static_cast<int32_t>(r - b.qo_indptr[*seq]);
+  return kv_len > 0 && *pos >= 0;
 }
 
 #endif  // __CUDACC__ || __HIPCC__

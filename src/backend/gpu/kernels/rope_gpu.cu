@@ -1,5 +1,6 @@
 // RoPE (Su et al. 2021, RoFormer): the per-position cos/sin table and the in-place rotation.
 #include "backend/gpu/kernels/gpu_ops.h"
+#include "backend/gpu/kernels/rope_rotate.h"
 #include "backend/gpu/platform/gpu_status.h"
 
 namespace novaserve::gpu {
@@ -41,9 +42,7 @@ __global__ void rope_kernel(float* x, int64_t n_rows, int32_t n_heads, int32_t h
       float* a = x + (r * n_heads + h) * head_dim + i * stride;
       float* b = a + offset;
       const float x0 = *a, x1 = *b, c = cos_t[i], s = sin_t[i];
-      // Explicit roundings: the CPU's two products and one add/sub, bit for bit.
-      *a = __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s));
-      *b = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+      rope_rotate(x0, x1, c, s, a, b);
     }
   }
 }

@@ -4,6 +4,7 @@
 // quantize_symmetric), one 32-lane team per ggml block, so the bytes equal the CPU's.
 #include "backend/gpu/kernels/attention_ops.h"
 #include "backend/gpu/kernels/kv_access.h"
+#include "backend/gpu/kernels/rope_rotate.h"
 #include "backend/gpu/platform/gpu_status.h"
 
 namespace novaserve::gpu {
@@ -25,28 +26,10 @@ struct StoreArgs {
   StoreKvRope rope;  // table == nullptr: no rotation
 };
 
-// Sequence of row r: the largest i with qo_indptr[i] <= r. Empty sequences share their
-// qo_indptr value with the next one, so the largest such i is the one that owns r.
-__device__ int32_t sequence_of_row(const PagedKvBatch& b, int64_t r) {
-  int32_t lo = 0, hi = b.batch - 1;
-  while (lo < hi) {
-    const int32_t mid = (lo + hi + 1) / 2;
-    if (b.qo_indptr[mid] <= r) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
-}
-
 // Sequence and position of activation row r; false when the row is not stored (padding, or
 // more rows than positions).
 __device__ bool row_position(const StoreArgs& a, int64_t r, int32_t* seq, int32_t* pos) {
-  *seq = sequence_of_row(a.b, r);
-  const int32_t kv_len = a.b.kv_len(*seq, a.kv.block_size);
-  *pos = kv_len - a.b.n_new(*seq) + static_cast<int32_t>(r - a.b.qo_indptr[*seq]);
-  return kv_len > 0 && *pos >= 0;
+  return kv_row_position(a.b, a.kv.block_size, r, seq, pos);
 }
 
 // Element d of a K head after RoPE (cpu::rope_row: a = x0 c - x1 s, b = x0 s + x1 c for the pair
@@ -61,9 +44,9 @@ __device__ float rope_element(const float* head, int32_t d, const float* table,
   const int32_t partner = neox ? (first ? d + half : d - half) : (first ? d + 1 : d - 1);
   const float x0 = first ? head[d] : head[partner];
   const float x1 = first ? head[partner] : head[d];
-  const float c = table[i], s = table[half + i];
-  return first ? __fsub_rn(__fmul_rn(x0, c), __fmul_rn(x1, s))
-               : __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
+  float a, b;
+  rope_rotate(x0, x1, table[i], table[half + i], &a, &b);
+  return first ? a : b;
 }
 
 // Value e (head e / D, dim e % D) of row r's K, rotated when a table is given.
