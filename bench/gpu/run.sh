@@ -2,7 +2,7 @@
 # GPU machine entry point: runs the GPU tests and writes a report to OUTDIR. All of tests/gpu/*.cu
 # (op tests, paged attention, weight arena) are one binary, gpu_op_test.
 # Usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]
-#                          [--models "PRESET ..."] [--no-tests]
+#                          [--models "PRESET ..."] [--no-tests] [--peer DIR] ...
 #
 # --model GGUF  the default model (SmolLM2-135M-Instruct Q4_1): the GPU runner tests compare it
 #               (and a synth model of its shape) with the CPU at batch 32; without it they skip.
@@ -11,8 +11,8 @@
 # --bench       synthesizes llama3-8b, qwen2-7b and u15-lite-12b Q4_0 (synth.txt) before the GPU
 #               tests, whose SynthPresetsMatchCpu compares them with the CPU, then runs
 #               `novaserve bench --device cuda` on each model of --models: decode at batch 1 and
-#               32, prefill of a 2048-token prompt (bench-PRESET.*), and, for the first model, a
-#               per-op profile (bench-PRESET-profile.log).
+#               32, prefill of a 2048-token prompt (twice: the second is warm) (bench-PRESET.*),
+#               and, for the first model, a per-op profile (bench-PRESET-profile.log).
 # --serve       `novaserve serve --device cuda` on each model of --models and
 #               `novaserve loadgen --workload fin-qa --find-max-qps` under the seed's SLO (TTFT
 #               P95 <= 187 ms, P99 <= 238 ms) (serve-PRESET.log, loadgen-PRESET.log).
@@ -38,6 +38,24 @@
 #               128 generated; bench-sweep-PRESET-N.*): the data behind the GPU default of
 #               --max-num-seqs (docs/benchmarks.md, "GPU batch limits").
 # --serve-start QPS  first probe of --serve's --find-max-qps (default 64; 32 for u15-lite-12b).
+# --loadgen-timeout S  the time limit of each --find-max-qps run, novaserve's and the peer's
+#               (default 480; a probe is 30 s plus its drain, the confirmation 60 s, the warm-up
+#               10 s): lower it to fit two searches in one call.
+# --peer DIR    also measures the peer, llama.cpp, on the same files in the same call. DIR holds
+#               llama.cpp-cuda-sm90.tgz and run-llamacpp.sh (copies of ../shared/peers/, which
+#               does not travel: copy them into an ignored folder such as .carry/peers and carry
+#               it). With --bench, for each model of --models after novaserve's bench:
+#               `run-llamacpp.sh TGZ bench MODEL` (llama-bench pp2048 and tg128,
+#               peer-bench-PRESET.md) and the ratios novaserve/llama.cpp in summary.md. With
+#               --serve, for each model after novaserve's search: llama-server
+#               (`run-llamacpp.sh TGZ server MODEL PORT`; peer-server-PRESET.log) driven by the
+#               same loadgen command line, from --peer-serve-start (loadgen-peer-PRESET.*), then
+#               stopped; both max QPS and their ratio in summary.md. The peer's stages never
+#               change the exit status, and a failed novaserve stage does not skip them.
+# --peer-serve-start QPS  first probe of the peer's --find-max-qps (default 2: llama-server
+#               holds about 4 req/s of fin-qa).
+# --peer-only   with --peer: runs the peer's stages of --bench/--serve but not novaserve's (for a
+#               call whose novaserve figures came from the call before; ratios then say missing).
 # --ab OLD_BIN  A/B speed of two builds on the first model of --models: OLD_BIN (another
 #               novaserve, e.g. build-gpucarry/bin/novaserve-old from the previous commit) and the
 #               carried one, interleaved old, new, old, new, old, new; each run is `bench` at
@@ -60,7 +78,8 @@ set -u
 usage() {
   echo "usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]" \
     "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
-    "[--sweep-qps QPS] [--serve-start QPS] [--governor] [--ab OLD_BIN]" >&2
+    "[--sweep-qps QPS] [--serve-start QPS] [--governor] [--ab OLD_BIN]" \
+    "[--loadgen-timeout S] [--peer DIR] [--peer-serve-start QPS] [--peer-only]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -79,6 +98,10 @@ SEQS_SWEEP=
 SWEEP_QPS=120
 SERVE_START=
 AB_OLD=
+LOADGEN_TIMEOUT=480
+PEER_DIR=
+PEER_SERVE_START=2
+PEER_ONLY=0
 BENCH_MODELS=llama3-8b
 MODEL=
 while [ $# -gt 0 ]; do
@@ -109,6 +132,27 @@ while [ $# -gt 0 ]; do
       SERVE_START=$2
       shift
       ;;
+    --loadgen-timeout)
+      [ $# -ge 2 ] || usage
+      case $2 in '' | *[!0-9]*) echo "run.sh: --loadgen-timeout takes seconds" >&2 && usage ;; esac
+      LOADGEN_TIMEOUT=$2
+      shift
+      ;;
+    --peer)
+      [ $# -ge 2 ] || usage
+      if [ ! -f "$2/llama.cpp-cuda-sm90.tgz" ] || [ ! -f "$2/run-llamacpp.sh" ]; then
+        echo "run.sh: --peer $2 must hold llama.cpp-cuda-sm90.tgz and run-llamacpp.sh" >&2
+        usage
+      fi
+      PEER_DIR=$(cd "$2" && pwd)
+      shift
+      ;;
+    --peer-serve-start)
+      [ $# -ge 2 ] || usage
+      PEER_SERVE_START=$2
+      shift
+      ;;
+    --peer-only) PEER_ONLY=1 ;;
     --ab)
       [ $# -ge 2 ] || usage
       AB_OLD=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
@@ -131,11 +175,19 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+if [ $PEER_ONLY -eq 1 ] && [ -z "$PEER_DIR" ]; then
+  echo "run.sh: --peer-only needs --peer DIR" >&2
+  usage
+fi
+if [ -n "$PEER_DIR" ] && [ $BENCH -eq 0 ] && [ $SERVE -eq 0 ]; then
+  echo "run.sh: --peer measures llama.cpp in the --bench and --serve stages; give one" >&2
+  usage
+fi
 [ -n "$MODEL" ] && export NOVASERVE_MODEL=$MODEL
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -157,7 +209,7 @@ LD_LIBRARY_PATH="$ROOT/build-gpucarry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LD_LIBRARY_PATH
 
 BIN=build-gpucarry/bin/gpu_op_test
-if [ ! -x "$BIN" ]; then
+if [ ! -x "$BIN" ] && [ $TESTS -eq 1 ]; then
   echo "run.sh: $BIN not carried; building the cuda preset" | tee "$OUT/build.log"
   if cmake --preset cuda >>"$OUT/build.log" 2>&1 &&
     cmake --build build-cuda --target gpu_op_test >>"$OUT/build.log" 2>&1; then
@@ -167,7 +219,7 @@ if [ ! -x "$BIN" ]; then
     exit 1
   fi
 fi
-ldd "$BIN" >"$OUT/ldd.txt" 2>&1
+[ -x "$BIN" ] && ldd "$BIN" >"$OUT/ldd.txt" 2>&1
 
 # With --bench, synth models of the big presets for the GPU-vs-CPU test SynthPresetsMatchCpu.
 NS=$ROOT/bench/gpu/novaserve-carried.sh
@@ -257,8 +309,10 @@ bench_model() {  # bench_model PRESET
   ensure_model "$name"
   local b1=0 b32=0
   {
-    timeout 200 "$NS" bench --device cuda --model "$m" --batch 1 --prompt 16,2048 --gen 128 \
-      --json "$OUT/bench-$name-b1.json" || b1=$?
+    # The second 2048 point is warm (the first after start-up pays one-time costs, +-4%): the
+    # one --peer compares with llama-bench's pp2048 (a mean of 3 repetitions).
+    timeout 200 "$NS" bench --device cuda --model "$m" --batch 1 --prompt 16,2048,2048 \
+      --gen 128 --json "$OUT/bench-$name-b1.json" || b1=$?
     timeout 200 "$NS" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
       --json "$OUT/bench-$name-b32.json" || b32=$?
   } >"$OUT/bench-$name.log" 2>&1
@@ -266,18 +320,25 @@ bench_model() {  # bench_model PRESET
     tee -a "$OUT/summary.md"
   grep -E '^\|' "$OUT/bench-$name.log"
 }
+# find_max_qps PORT FIRST_QPS GGUF TAG: the one loadgen command line that both servers get (only
+# the first probe differs): fin-qa under the seed's SLO, default probes (30 s each, after loadgen's
+# 10-s warm-up load) and the confirmation run (60 s) at the rate found; requests still running
+# 30 s after a run's end count as failed (an overloaded probe fails either way). Writes
+# loadgen-TAG.{log,json}; returns loadgen's exit status (124: it hit --loadgen-timeout).
+find_max_qps() {
+  timeout "$LOADGEN_TIMEOUT" "$NS" loadgen --url "http://127.0.0.1:$1" --workload fin-qa \
+    --find-max-qps --qps "$2" --max-qps 400 --qps-tolerance 0.1 --warmup-requests 8 \
+    --drain-timeout 30s --slo-ttft-p95 187ms --slo-ttft-p99 238ms --tokenizer-model "$3" \
+    --json "$OUT/loadgen-$4.json" >"$OUT/loadgen-$4.log" 2>&1
+}
 serve_model() {  # serve_model PRESET FIRST_QPS
-  local name=$1 m="$scratch/$1.gguf" port=18080
+  local name=$1 m="$scratch/$1.gguf" port=18080 lrc=0
   ensure_model "$name"
   "$NS" serve --device cuda --model "$m" --port $port >"$OUT/serve-$name.log" 2>&1 &
   local spid=$!
   wait_healthy "$port"
-  # Default probes (30 s each) and the confirmation run (60 s) at the rate found.
-  timeout 480 "$NS" loadgen --url "http://127.0.0.1:$port" --workload fin-qa --find-max-qps \
-    --qps "$2" --max-qps 400 --qps-tolerance 0.1 --warmup-requests 8 --slo-ttft-p95 187ms \
-    --slo-ttft-p99 238ms --tokenizer-model "$m" --json "$OUT/loadgen-$name.json" \
-    >"$OUT/loadgen-$name.log" 2>&1
-  echo "loadgen fin-qa $name Q4_0 --device cuda: exit $? (loadgen-$name.log)" |
+  find_max_qps "$port" "$2" "$m" "$name" || lrc=$?
+  echo "loadgen fin-qa $name Q4_0 --device cuda: exit $lrc (loadgen-$name.log)" |
     tee -a "$OUT/summary.md"
   # Engine time split: whole steps vs the forward pass (the rest is scheduling and sampling).
   curl -s "http://127.0.0.1:$port/metrics" |
@@ -318,6 +379,56 @@ overload_model() {  # overload_model PRESET: plain and SLO-aware servers at $OVE
     tail -n 14 "$OUT/overload-$name-$mode.log"
   done
 }
+# The peer (--peer): llama.cpp on the same file, each stage under a timeout; never fatal.
+PEER_SH=${PEER_DIR:+$PEER_DIR/run-llamacpp.sh}
+PEER_TGZ=${PEER_DIR:+$PEER_DIR/llama.cpp-cuda-sm90.tgz}
+peer_bench_model() {  # peer_bench_model PRESET: llama-bench pp2048 + tg128, then the ratios
+  local name=$1 m="$scratch/$1.gguf" prc=0
+  ensure_model "$name"
+  timeout 300 bash "$PEER_SH" "$PEER_TGZ" bench "$m" >"$OUT/peer-bench-$name.md" \
+    2>"$OUT/peer-bench-$name.log" || prc=$?
+  {
+    echo "peer llama-bench $name Q4_0: exit $prc (peer-bench-$name.md)"
+    echo
+    python3 "$ROOT/bench/gpu/peer_summary.py" bench "$OUT" "$name"
+    echo
+  } | tee -a "$OUT/summary.md"
+}
+# stop_pid PID: TERM, up to 30 s for it to go, then KILL (the peer server is not our child).
+stop_pid() {
+  kill -TERM "$1" 2>/dev/null || return 0
+  for _ in $(seq 30); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 1
+  done
+  kill -KILL "$1" 2>/dev/null
+}
+peer_serve_model() {  # peer_serve_model PRESET: llama-server under the same loadgen search
+  local name=$1 m="$scratch/$1.gguf" port=18083 peer_pid lrc=0 src=0
+  ensure_model "$name"
+  # The script starts llama-server in the background, prints its PID and waits (<= 180 s) for
+  # /health; a timeout here kills the script's process group, llama-server included.
+  peer_pid=$(timeout 240 bash "$PEER_SH" "$PEER_TGZ" server "$m" "$port" 2>"$OUT/peer-server-$name.err") ||
+    src=$?
+  peer_pid=$(echo "$peer_pid" | head -n 1)
+  case $peer_pid in '' | *[!0-9]*) peer_pid= ;; esac
+  if [ $src -eq 0 ] && [ -n "$peer_pid" ]; then
+    find_max_qps "$port" "$PEER_SERVE_START" "$m" "peer-$name" || lrc=$?
+    echo "loadgen fin-qa $name Q4_0 llama-server: exit $lrc (loadgen-peer-$name.log)" |
+      tee -a "$OUT/summary.md"
+  else
+    echo "peer llama-server $name: did not start (exit $src; peer-server-$name.*)" |
+      tee -a "$OUT/summary.md"
+  fi
+  [ -n "$peer_pid" ] && stop_pid "$peer_pid"
+  cp /tmp/llama-server.log "$OUT/peer-server-$name.log" 2>/dev/null
+  tail -n 12 "$OUT/loadgen-peer-$name.log" 2>/dev/null
+  {
+    echo
+    python3 "$ROOT/bench/gpu/peer_summary.py" serve "$OUT" "$name"
+    echo
+  } | tee -a "$OUT/summary.md"
+}
 governor_dry_run() {  # governor_dry_run GGUF NAME: never actuates (shared machine)
   local m=$1 name=$2 port=18082 q
   local smi_query=clocks.sm,clocks.max.sm,clocks.applications.graphics,power.draw,power.limit
@@ -355,8 +466,9 @@ fi
 if [ $BENCH -eq 1 ]; then
   first=1
   for name in $BENCH_MODELS; do
-    bench_model "$name"
-    if [ $first -eq 1 ]; then
+    [ $PEER_ONLY -eq 1 ] || bench_model "$name"
+    [ -n "$PEER_DIR" ] && peer_bench_model "$name"
+    if [ $first -eq 1 ] && [ $PEER_ONLY -eq 0 ]; then
       for b in 1 32; do
         echo "== profile $name: batch $b, prompt 1024, gen 32"
         NOVASERVE_GPU_PROFILE=1 timeout 200 "$NS" bench --device cuda --model "$scratch/$name.gguf" \
@@ -413,10 +525,13 @@ if [ -n "$SEQS_SWEEP" ]; then
 fi
 if [ $SERVE -eq 1 ]; then
   for name in $BENCH_MODELS; do
-    case $name in
-      u15-lite-12b) serve_model "$name" "${SERVE_START:-32}" ;;
-      *) serve_model "$name" "${SERVE_START:-64}" ;;
-    esac
+    if [ $PEER_ONLY -eq 0 ]; then
+      case $name in
+        u15-lite-12b) serve_model "$name" "${SERVE_START:-32}" ;;
+        *) serve_model "$name" "${SERVE_START:-64}" ;;
+      esac
+    fi
+    [ -n "$PEER_DIR" ] && peer_serve_model "$name"
   done
 fi
 if [ -n "$OVERLOAD_QPS" ]; then

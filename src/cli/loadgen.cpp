@@ -47,7 +47,8 @@ void register_loadgen(CLI::App& app, int& exit_code) {
   cmd->add_option("--slo-itl-p95", f->slo_itl_p95, "SLO: P95 inter-token latency, e.g. 100ms");
   cmd->add_flag("--find-max-qps", f->find_max_qps,
                 "bisect the highest --qps whose --duration run meets the SLOs, then confirm it "
-                "with a run twice as long at that rate (a refuted rate is never reported)");
+                "with a run twice as long at that rate (a refuted rate is never reported); a "
+                "failed first probe, or a failure below a rate that met, is re-probed once");
   cmd->add_option("--qps-tolerance", f->qps_tolerance, "find-max-qps: relative precision")
       ->capture_default_str();
   cmd->add_option("--max-qps", f->max_qps, "find-max-qps: highest rate probed")
@@ -69,6 +70,9 @@ void register_loadgen(CLI::App& app, int& exit_code) {
   cmd->add_option("--warmup-requests", f->warmup_requests,
                   "requests sent one by one before measuring (not counted)")
       ->capture_default_str();
+  cmd->add_option("--warmup-duration", f->warmup_duration,
+                  "then a load of this length at the (first) --qps or --concurrency, not "
+                  "counted (default 10s with --find-max-qps, else 0s)");
   cmd->callback([f, qps, conc, prompt, output, prefixes, interval, &exit_code] {
     f->has_qps = qps->count() > 0;
     f->has_concurrency = conc->count() > 0;

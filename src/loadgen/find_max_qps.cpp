@@ -22,10 +22,24 @@ Result<MaxQpsResult> find_max_qps(const MaxQpsSearchOptions& options,
     return Err(ErrorCode::kInvalidInput, "the search needs at least one confirmation run");
   }
   MaxQpsResult out;
+  // A failure is suspect when it is the search's first probe (a cold server) or when a probe
+  // at a higher rate met the SLOs (probes of one length should be monotone in the rate; a
+  // confirmation is a longer test, so a refuted rate's probe still counts).
+  const auto suspect = [&](double qps) {
+    if (out.probes.size() == 1) return true;
+    for (const QpsProbe& p : out.probes) {
+      if (p.met && p.qps > qps) return true;
+    }
+    return false;
+  };
   const auto run = [&](double qps) -> Result<bool> {
     auto met = probe(qps);
-    if (met.ok()) out.probes.push_back({qps, *met});
-    return met;
+    if (!met.ok()) return met;
+    out.probes.push_back({qps, *met, false});
+    if (*met || !suspect(qps)) return met;
+    auto again = probe(qps);  // trusted whichever way it goes
+    if (again.ok()) out.probes.push_back({qps, *again, true});
+    return again;
   };
   double pass = 0;  // highest rate that met the SLOs (and was not refuted by a confirmation)
   double fail = 0;  // lowest rate that did not; 0 = none yet

@@ -21,6 +21,9 @@ struct MaxQpsSearchOptions {
 struct QpsProbe {
   double qps = 0;
   bool met = false;
+  /// This run repeated the one before it, at the same rate, because that one's failure was
+  /// suspect (see find_max_qps); the search trusted this run's outcome.
+  bool reprobe = false;
 };
 
 struct MaxQpsResult {
@@ -41,7 +44,13 @@ struct MaxQpsResult {
 /// rate whose confirmation fails counts as a failure: the search resumes between the highest
 /// lower pass and it, and confirms its next answer, up to max_confirmations times; a rate is
 /// reported only once confirmed. Assumes meeting the SLOs is monotone in the rate, which holds
-/// up to noise (the confirmation is what catches a lucky probe). An error from `probe` or
+/// up to noise (the confirmation is what catches a lucky probe), and guards the two ways noise
+/// misleads it the other way: a failed probe is run once more at the same rate, and only that
+/// second outcome is trusted, when it is the first probe of the search (a cold server: its
+/// first load at that rate pays one-time costs) or when a probe at a higher rate has already
+/// met the SLOs (a non-monotone outcome; that rate may since have been refuted by its
+/// confirmation, which is a longer test). Each failure is re-probed at most once; re-probes
+/// are in `probes`, marked. An error from `probe` or
 /// `confirm` ends the search with that error. Errors: kInvalidInput for start <= 0, tolerance
 /// not in (0, 1), min > start, max < start, or max_confirmations < 1.
 Result<MaxQpsResult> find_max_qps(const MaxQpsSearchOptions& options,

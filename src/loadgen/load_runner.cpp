@@ -91,11 +91,12 @@ class LoadRun {
     const LoadClock::time_point timeout = LoadClock::now() + to_ns(options_.request_timeout_s);
     const bool drain = drain_deadline_ < timeout;
     ++in_flight_;
-    start_stream_request(
-        ioc_.get_executor(), options_.request, workload_.request(record.index), std::move(record),
-        drain ? drain_deadline_ : timeout, drain, [this](RequestRecord r) {
-          net::post(control_, [this, r = std::move(r)]() mutable { on_done(std::move(r)); });
-        });
+    start_stream_request(ioc_.get_executor(), options_.request,
+                         workload_.request(options_.index_base + record.index), std::move(record),
+                         drain ? drain_deadline_ : timeout, drain, [this](RequestRecord r) {
+                           net::post(control_,
+                                     [this, r = std::move(r)]() mutable { on_done(std::move(r)); });
+                         });
   }
 
   // The first SIGINT/SIGTERM: start nothing new, let running requests end, then report. The

@@ -21,6 +21,10 @@ struct LoadOptions {
   double duration_s = 0;    ///< requests are started during [0, duration_s)
   /// Arrival times' seed (open loop; the workload has its own copy of --seed for shapes).
   uint64_t seed = 0;
+  /// Request i of this run sends workload.request(index_base + i) (its record's index stays
+  /// i). Runs against one server with disjoint ranges send no prompt twice, so no run finds
+  /// another's unique prompt text in the server's prefix cache (kRunIndexStride).
+  uint64_t index_base = 0;
   double request_timeout_s = 300;  ///< a request still running after this fails with "timeout"
   /// After duration_s, running requests may finish for this long; the rest fail "unfinished".
   double drain_timeout_s = 60;
@@ -52,6 +56,10 @@ Result<LoadResult> run_load(const LoadOptions& options, const Workload& workload
 /// Requests of the warm-up, kept apart from those of measured runs (request i of a run is
 /// workload.request(i); warm-up request k is workload.request(kWarmupIndexBase + k)).
 inline constexpr uint64_t kWarmupIndexBase = uint64_t{1} << 62;
+/// Run n of a series (the probes and confirmations of --find-max-qps) starts at request
+/// n * kRunIndexStride; the warm-up load at kWarmupLoadIndexBase.
+inline constexpr uint64_t kRunIndexStride = uint64_t{1} << 32;
+inline constexpr uint64_t kWarmupLoadIndexBase = kWarmupIndexBase + kRunIndexStride;
 
 /// Sends `count` workload requests one after another, each bounded by
 /// options.request_timeout_s, and returns their records (for the caller to check, not to

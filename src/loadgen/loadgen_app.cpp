@@ -75,7 +75,8 @@ nlohmann::ordered_json config_json(const LoadgenConfig& c, const Workload& w) {
       {"drain_timeout_s", c.drain_timeout_s},
       {"sample_interval_s", c.sample_interval_s},
       {"server_pid", c.server_pid},
-      {"warmup_requests", c.warmup_requests}};
+      {"warmup_requests", c.warmup_requests},
+      {"warmup_duration_s", c.warmup_duration_s}};
 }
 
 void print_sample(const ServerSample& s, size_t finished) {
@@ -177,12 +178,41 @@ int run_loadgen(const LoadgenConfig& c) {
                 c.warmup_requests == 1 ? "" : "s",
                 format_duration(seconds_between(t0, LoadClock::now())).c_str());
   }
+  // The warm-up load: what the first measured run would otherwise pay on a cold server (a GPU
+  // server's first batches of each size, its memory pools, the shared prefix in every cache).
+  // Its prompts are its own (kWarmupLoadIndexBase), so it fills no cache the runs then hit.
+  nlohmann::ordered_json warmup_json;
+  if (c.warmup_duration_s > 0) {
+    LoadOptions wo = o;
+    wo.duration_s = c.warmup_duration_s;
+    wo.seed = o.seed + 2;
+    wo.index_base = kWarmupLoadIndexBase;
+    wo.sample_interval_s = 0;
+    wo.on_sample = nullptr;
+    wo.stop_on_signal = false;
+    char load[64];
+    if (c.concurrency > 0) {
+      std::snprintf(load, sizeof(load), "concurrency %d", c.concurrency);
+    } else {
+      std::snprintf(load, sizeof(load), "Poisson %.3g req/s", c.qps);
+    }
+    auto warm = run_load(wo, *workload);
+    if (!warm.ok()) return fail("warm-up load: " + warm.error().message);
+    const RunSummary ws = summarize_run(warm->records, warm->wall_s, c.slo);
+    std::printf("warm-up load  %s for %s (not counted): %zu ok, %zu failed, %.2f req/s\n", load,
+                format_duration(c.warmup_duration_s).c_str(), ws.succeeded, ws.failed,
+                ws.request_rate);
+    std::fflush(stdout);
+    warmup_json = {
+        {"load", load}, {"duration_s", c.warmup_duration_s}, {"summary", summary_json(ws)}};
+  }
 
   nlohmann::ordered_json report;
   report["tool"] = "novaserve loadgen";
   report["version"] = NOVASERVE_VERSION;
   report["date"] = utc_now();
   report["config"] = config_json(shown, *workload);
+  if (!warmup_json.is_null()) report["warmup_load"] = warmup_json;
   LoadResult shown_run;
   RunSummary shown_summary;
   double shown_qps = c.qps;  // the rate of the run the summary, rows and chart describe
@@ -198,16 +228,23 @@ int run_loadgen(const LoadgenConfig& c) {
     // One run at `qps` for `duration_s`; keeps the run to show: the confirmed one, else the
     // best passing probe, else the latest run.
     std::vector<Probe> confirmations;
+    uint64_t runs = 0;
     const auto measure = [&](double qps, double duration_s, bool is_confirmation) -> Result<bool> {
       LoadOptions po = o;
       po.qps = qps;
       po.duration_s = duration_s;
       // The confirmation draws its own arrivals, so it is not a replay of the probe's first half.
       if (is_confirmation) po.seed = o.seed + 1;
+      // Every run sends prompts of its own: a run that replayed an earlier one's unique
+      // questions would find them in the server's prefix cache and have less to prefill.
+      po.index_base = runs++ * kRunIndexStride;
+      // The search probes a rate twice in a row only to re-probe a suspect failure.
+      const bool reprobe = !is_confirmation && !probes.empty() && probes.back().qps == qps;
       auto run = run_load(po, *workload);
       if (!run.ok()) return run.error();
       RunSummary s = summarize_run(run->records, run->wall_s, c.slo);
-      std::printf("%s%s\n", is_confirmation ? "confirm " : "", format_probe_line(qps, s).c_str());
+      std::printf("%s%s\n", is_confirmation ? "confirm " : (reprobe ? "re-" : ""),
+                  format_probe_line(qps, s).c_str());
       std::fflush(stdout);
       (is_confirmation ? confirmations : probes).push_back({qps, s});
       if ((is_confirmation && s.slo_met) || (s.slo_met && qps > best_qps) || best_qps < 0) {
@@ -222,28 +259,36 @@ int run_loadgen(const LoadgenConfig& c) {
         c.search, [&](double qps) { return measure(qps, c.duration_s, false); },
         [&](double qps) { return measure(qps, 2 * c.duration_s, true); });
     if (!search.ok()) return fail(search.error().message);
-    const auto runs_json = [](const std::vector<Probe>& runs) {
+    // `marks`: the search's record of the same runs (for the re-probe flags), or null.
+    const auto runs_json = [](const std::vector<Probe>& runs, const std::vector<QpsProbe>* marks) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
-      for (const Probe& p : runs) {
-        out.push_back(
-            {{"qps", p.qps}, {"met", p.summary.slo_met}, {"summary", summary_json(p.summary)}});
+      for (size_t i = 0; i < runs.size(); ++i) {
+        const Probe& p = runs[i];
+        nlohmann::ordered_json row = {{"qps", p.qps}, {"met", p.summary.slo_met}};
+        if (marks) row["reprobe"] = i < marks->size() && (*marks)[i].reprobe;
+        row["summary"] = summary_json(p.summary);
+        out.push_back(std::move(row));
       }
       return out;
     };
+    size_t reprobes = 0;
+    for (const QpsProbe& p : search->probes) reprobes += p.reprobe ? 1 : 0;
     report["find_max_qps"] = {{"max_qps", search->max_qps},
                               {"hit_max", search->hit_max},
                               {"tolerance", c.search.tolerance},
                               {"probe_duration_s", c.duration_s},
                               {"confirmation_duration_s", 2 * c.duration_s},
                               {"summary_qps", shown_qps},
-                              {"probes", runs_json(probes)},
-                              {"confirmations", runs_json(confirmations)}};
+                              {"warmup_duration_s", c.warmup_duration_s},
+                              {"reprobes", reprobes},
+                              {"probes", runs_json(probes, &search->probes)},
+                              {"confirmations", runs_json(confirmations, nullptr)}};
     if (search->max_qps > 0) {
       std::printf(
-          "max QPS meeting the SLOs: %.3g req/s%s (%zu probes of %s, within %.0f%%; confirmed by "
-          "a %s run at that rate, after %zu refuted)\n",
+          "max QPS meeting the SLOs: %.3g req/s%s (%zu probes of %s, %zu of them re-probes, within "
+          "%.0f%%; confirmed by a %s run at that rate, after %zu refuted)\n",
           search->max_qps, search->hit_max ? " (the --max-qps cap)" : "", search->probes.size(),
-          format_duration(c.duration_s).c_str(), c.search.tolerance * 100,
+          format_duration(c.duration_s).c_str(), reprobes, c.search.tolerance * 100,
           format_duration(2 * c.duration_s).c_str(), search->confirmations.size() - 1);
       std::printf("summary of the %.3g req/s confirmation run:\n", shown_qps);
     } else {

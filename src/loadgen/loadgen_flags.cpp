@@ -129,6 +129,14 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
     return invalid("--warmup-requests must be in [0, 1000]");
   }
   c.warmup_requests = f.warmup_requests;
+  // A search's first probe once ran on a cold server and missed a rate that the warm server
+  // held (docs/benchmarks.md, issue 15): by default it gets 10 s of load at its rate first.
+  const std::string warmup_text =
+      f.warmup_duration.empty() ? (f.find_max_qps ? "10s" : "0s") : f.warmup_duration;
+  auto warmup = parse_duration(warmup_text);
+  if (!warmup.ok()) return invalid("--warmup-duration: " + warmup.error().message);
+  if (!(*warmup >= 0)) return invalid("--warmup-duration must be >= 0");
+  c.warmup_duration_s = *warmup;
   c.json_path = f.json;
   c.svg_path = f.svg;
   return c;

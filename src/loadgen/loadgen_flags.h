@@ -45,6 +45,7 @@ struct LoadgenFlags {
   std::string drain_timeout = "60s";
   int32_t client_threads = 2;
   int32_t warmup_requests = 1;
+  std::string warmup_duration;  ///< "" = the default: 10s with --find-max-qps, else none
 };
 
 /// Validated settings of one `novaserve loadgen` invocation.
@@ -69,6 +70,9 @@ struct LoadgenConfig {
   double drain_timeout_s = 60;
   int32_t client_threads = 2;
   int32_t warmup_requests = 1;  ///< sent one by one before the first run, not counted
+  /// > 0: after the warm-up requests, a run of this length at the (first) rate or concurrency,
+  /// not counted, so that the first measured run does not find a cold server.
+  double warmup_duration_s = 0;
 };
 
 /// Checks the flags without touching the network or files. Errors (kInvalidInput unless said,
@@ -77,7 +81,7 @@ struct LoadgenConfig {
 /// non-positive duration (--duration, SLOs, timeouts, --sample-interval); unknown workload;
 /// --prompt-tokens/--output-tokens with a workload other than fixed; --sample-interval or
 /// --server-pid without --soak; temperature < 0; client threads outside 1..64; warm-up
-/// requests outside 0..1000; a bad --url
+/// requests outside 0..1000; a bad or negative --warmup-duration; a bad --url
 /// (kUnsupported for https).
 Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& flags);
 

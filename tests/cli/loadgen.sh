@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # novaserve loadgen against a live `novaserve serve` (with an API key) on a free port: an
-# open-loop and a closed-loop soak run write well-formed reports with no errors; bad flags,
+# open-loop and a closed-loop soak run write well-formed reports with no errors, and a short
+# --find-max-qps search reports its warm-up load, probes and confirmation; bad flags,
 # https, an unreachable server and a wrong key exit 2 with one line; the server then drains on
 # SIGTERM and exits 0.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
@@ -106,6 +107,29 @@ assert all(s["kv_cache_usage"] is not None and s["rss_bytes"] for s in samples),
 PY
 else
   fail "closed-loop run exited non-zero: $(head -c 300 "$TMP/err")"
+fi
+
+# --find-max-qps with an SLO every rate meets: the warm-up load, then probes at 2 and 4 req/s
+# (the --max-qps cap), and a confirmation run at 4; no failure, so no re-probe.
+if lg --url "$URL" --api-key $KEY --workload fixed --prompt-tokens 16 --output-tokens 4 \
+  --find-max-qps --qps 2 --max-qps 4 --duration 1s --warmup-duration 1s --slo-ttft-p95 60s \
+  --json "$TMP/max.json" >"$TMP/out" 2>"$TMP/err"; then
+  grep -q "^warm-up load  Poisson 2 req/s for 1 s (not counted): " "$TMP/out" ||
+    fail "no warm-up load line: $(head -c 400 "$TMP/out")"
+  grep -q "^max QPS meeting the SLOs: 4 req/s (the --max-qps cap) (2 probes of 1 s, 0 of them re-probes" \
+    "$TMP/out" || fail "max QPS line: $(grep 'max QPS' "$TMP/out")"
+  python3 - "$TMP/max.json" <<'PY' || fail "find-max-qps report"
+import json, sys
+j = json.load(open(sys.argv[1]))
+f = j["find_max_qps"]
+assert f["max_qps"] == 4 and f["hit_max"] and f["reprobes"] == 0, f
+assert [(p["qps"], p["met"], p["reprobe"]) for p in f["probes"]] == [(2, True, False), (4, True, False)], f["probes"]
+assert [(c["qps"], c["met"]) for c in f["confirmations"]] == [(4, True)], f["confirmations"]
+assert j["config"]["warmup_duration_s"] == 1 and f["warmup_duration_s"] == 1, j["config"]
+assert j["warmup_load"]["duration_s"] == 1 and j["warmup_load"]["summary"]["succeeded"] >= 0, j["warmup_load"]
+PY
+else
+  fail "--find-max-qps run exited non-zero: $(head -c 300 "$TMP/err")"
 fi
 
 kill -TERM $SERVER_PID

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -65,6 +67,33 @@ struct DeviceCsr {
   PagedKvBatch batch;
 };
 
+/// n normal(0, 1) floats, as random_floats for n below 2^26. Larger fills (only the batch-64
+/// and batch-256 cases of DecodeBandwidthReport: 72M and 288M values, 15 s on one core) are drawn
+/// in fixed chunks of 2^20 values, each from its own generator seeded by `rng`, on all cores:
+/// the values depend on the seed only, not on the number of threads.
+inline std::vector<float> harness_floats(size_t n, std::mt19937& rng) {
+  constexpr size_t kParallelFrom = size_t{1} << 26, kChunk = size_t{1} << 20;
+  if (n < kParallelFrom) return random_floats(n, rng);
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<uint32_t> seeds(chunks);
+  for (uint32_t& s : seeds) s = static_cast<uint32_t>(rng());
+  std::vector<float> v(n);
+  std::atomic<size_t> next{0};
+  const auto fill = [&] {
+    for (size_t c = next++; c < chunks; c = next++) {
+      std::mt19937 r(seeds[c]);
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      const size_t end = std::min(n, (c + 1) * kChunk);
+      for (size_t i = c * kChunk; i < end; ++i) v[i] = dist(r);
+    }
+  };
+  std::vector<std::thread> threads(std::max(1u, std::thread::hardware_concurrency()) - 1);
+  for (std::thread& t : threads) t = std::thread(fill);
+  fill();
+  for (std::thread& t : threads) t.join();
+  return v;
+}
+
 /// Bytes of one cache row of head_dim values of `type` (CPU and GPU pools alike:
 /// ggml_row_bytes, e.g. 34 per 32 values for Q8_0, 18 for Q4_0).
 inline size_t kv_row_bytes(GgmlType type, int32_t head_dim) {
@@ -96,8 +125,8 @@ class AttentionHarness {
     for (int stage = 0; stage < 2; ++stage) {
       csr_[stage] = make_csr(stage);
       const size_t n = static_cast<size_t>(csr_[stage].n_rows) * kv_dim();
-      k_[stage] = random_floats(n, rng);
-      v_[stage] = random_floats(n, rng);
+      k_[stage] = harness_floats(n, rng);
+      v_[stage] = harness_floats(n, rng);
     }
     q_ = random_floats(static_cast<size_t>(csr_[1].n_rows) * q_dim(), rng);
   }
@@ -119,11 +148,13 @@ class AttentionHarness {
            kv_row_bytes(type, g_.head_dim);
   }
 
-  /// The CPU's view of stage `stage` (padding sequences left out).
-  std::vector<AttentionSeq> cpu_seqs(int stage, void* k_pool, void* v_pool, GgmlType type) const {
+  /// The CPU's view of stage `stage` (padding sequences left out; with `every` > 1, only
+  /// sequences i with i % every == 0).
+  std::vector<AttentionSeq> cpu_seqs(int stage, void* k_pool, void* v_pool, GgmlType type,
+                                     int32_t every = 1) const {
     std::vector<AttentionSeq> out;
     for (size_t i = 0; i < seqs_.size(); ++i) {
-      if (seqs_[i].padding) continue;
+      if (seqs_[i].padding || i % static_cast<size_t>(every) != 0) continue;
       AttentionSeq a;
       a.row_begin = csr_[stage].qo_indptr[i];
       a.n_new = stage == 0 ? seqs_[i].pos0 : seqs_[i].n_new;
@@ -147,15 +178,17 @@ class AttentionHarness {
   }
 
   /// CPU reference: both stores, then attention of the new rows. Pools and output on the host.
+  /// `every` > 1 computes only sequences i with i % every == 0 (the others' blocks and output
+  /// rows stay zero), for batches too large to check whole on the CPU.
   struct CpuRun {
     std::vector<uint8_t> k_pool, v_pool;
     std::vector<float> out;
   };
-  CpuRun run_cpu(CpuBackend& cpu, GgmlType type) const {
+  CpuRun run_cpu(CpuBackend& cpu, GgmlType type, int32_t every = 1) const {
     CpuRun r{std::vector<uint8_t>(pool_bytes(type)), std::vector<uint8_t>(pool_bytes(type)),
              std::vector<float>(static_cast<size_t>(csr_[1].n_rows) * q_dim(), 0.0f)};
     for (int stage = 0; stage < 2; ++stage) {
-      const auto seqs = cpu_seqs(stage, r.k_pool.data(), r.v_pool.data(), type);
+      const auto seqs = cpu_seqs(stage, r.k_pool.data(), r.v_pool.data(), type, every);
       EXPECT_TRUE(cpu.plan_attention(cpu_step(seqs)).ok());
       EXPECT_TRUE(cpu.store_kv(k_[stage].data(), v_[stage].data(), 0).ok());
       if (stage == 1) EXPECT_TRUE(cpu.attention(q_.data(), 0, r.out.data()).ok());

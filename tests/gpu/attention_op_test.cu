@@ -3,7 +3,8 @@
 // batches (attention_harness.h): mixed context lengths 1 .. 20000, odd lengths, GQA 1:1 to 12:1,
 // head_dim 64 and 128, block sizes 1 to 32, F32, F16, Q8_0 and Q4_0 caches, decode under
 // several split plans (the runner's among them). DecodeBandwidthReport also prints decode's
-// time and achieved bandwidth on the Llama-3-8B shape (a report, not a pass/fail check).
+// time and achieved bandwidth on the Llama-3-8B shape, f16 and Q8_0 caches, batch 1 to 256 (a
+// report, not a pass/fail check of speed).
 //
 // Thresholds (NMSE, gpu_test_util.h):
 // - Same cache type on both sides (F32 vs CPU F32, F16 vs CPU F16, Q8_0 vs CPU Q8_0, ...): both
@@ -306,43 +307,67 @@ TEST_F(AttentionOpTest, DecodeMixedLengthsUnderTheRunnersPlan) {
 
 // Not a pass/fail check of speed: prints decode's time per call (cudaEvents over 50 launches
 // after 5 warm-up ones) and its achieved bandwidth (K and V bytes read / time) for the
-// Llama-3-8B shape (32:8, head_dim 128, f16 cache, block size 16) at batch 1 x 2,048 keys and
-// batch 32 x 1,100 keys, under the runner's plan (max_context 8,192) and one made for the
-// exact length. The outputs are checked against the CPU as well.
+// Llama-3-8B shape (32:8, head_dim 128, block size 16) on f16 and Q8_0 caches (bytes per row:
+// kv_row_bytes) at batch 1 x 2,048 keys and batch 32, 64 and 256 x 1,100 keys (issue 15: decode
+// attention stays bandwidth-bound at batch 256 with about 1,100 tokens of context), under the
+// runner's plan (max_context 8,192) and one made for the exact length. The outputs are checked
+// against the CPU on the same cache type (kSameCacheNmse, as every same-cache check here, Q8_0
+// included). At batch 256 the CPU part was too slow to check whole: on 2 cores, 15 s to draw
+// the 576M inputs on one core and 17 s for the CPU reference of all 256 sequences (f16 11 s,
+// Q8_0 6 s). So the inputs are drawn on all cores (harness_floats), and batches above 64 check
+// every (batch / 32)-th sequence, 32 of them, each against all its 1,100 keys (the GPU computes
+// and is timed on the whole batch): 17 s on 2 cores for the batch-256 case (9.6 s of it
+// drawing inputs; a few seconds on the GPU machine's 16), 4.6 s for batch 64 (checked whole).
 TEST_F(AttentionOpTest, DecodeBandwidthReport) {
   SCOPED_TRACE(seed_note());
   constexpr int kWarmup = 5, kIters = 50;
+  constexpr int32_t kCpuCheckedSeqs = 32;
   struct Case {
     int32_t batch, kv_len;
   };
-  for (const Case& c : {Case{1, 2048}, Case{32, 1100}}) {
+  for (const Case& c : {Case{1, 2048}, Case{32, 1100}, Case{64, 1100}, Case{256, 1100}}) {
     const AttentionHarness h(kLlama3, decode_batch(std::vector<int32_t>(c.batch, c.kv_len)), rng_);
-    const auto ref = h.run_cpu(cpu_, GgmlType::kF16);
-    const auto run = h.store_gpu(GgmlType::kF16, stream_);
-    const double kv_bytes = 2.0 * c.batch * c.kv_len * kLlama3.n_head_kv *
-                            static_cast<double>(kv_row_bytes(GgmlType::kF16, 128));
-    for (int32_t max_kv_len : {8192, c.kv_len}) {
-      const DecodeAttentionPlan plan = plan_decode_attention(c.batch, h.shape(), max_kv_len, n_sm_);
-      DeviceBuffer<uint8_t> ws(decode_attention_workspace_bytes(c.batch, h.shape(), plan));
-      DeviceBuffer<float> out(h.q().size());
-      auto launch = [&] {
-        return decode_attention(run->q.get(), run->layer, run->csr.batch, h.shape(), plan, ws.get(),
-                                out.get(), stream_);
+    const int32_t every = c.batch > 64 ? c.batch / kCpuCheckedSeqs : 1;
+    for (GgmlType type : {GgmlType::kF16, GgmlType::kQ8_0}) {
+      const auto ref = h.run_cpu(cpu_, type, every);
+      const auto run = h.store_gpu(type, stream_);
+      const double kv_bytes = 2.0 * c.batch * c.kv_len * kLlama3.n_head_kv *
+                              static_cast<double>(kv_row_bytes(type, kLlama3.head_dim));
+      // The rows the CPU computed (one per decode sequence), of the GPU's output or the CPU's.
+      const auto checked = [&](const std::vector<float>& out) {
+        std::vector<float> rows;
+        for (int32_t i = 0; i < c.batch; i += every) {
+          const auto begin = out.begin() + h.csr(1).qo_indptr[i] * h.q_dim();
+          rows.insert(rows.end(), begin, begin + h.q_dim());
+        }
+        return rows;
       };
-      for (int i = 0; i < kWarmup; ++i) ASSERT_TRUE(launch().ok());
-      bool ok = true;
-      const float ms = elapsed_ms(stream_, [&] {
-        for (int i = 0; i < kIters; ++i) ok = launch().ok() && ok;
-      });
-      ASSERT_TRUE(ok);
-      const double us = 1e3 * ms / kIters;
-      std::printf(
-          "decode_attention llama3-8b f16 batch %2d x %4d keys, plan for max_kv_len %4d "
-          "(%2d splits, chunk %2d): %8.2f us/call, %7.1f GB/s (%.1f MB of K+V)\n",
-          c.batch, c.kv_len, max_kv_len, plan.n_splits, plan.kv_chunk, us, kv_bytes / us * 1e-3,
-          kv_bytes * 1e-6);
-      EXPECT_LT(nmse(out.download(), ref.out), kSameCacheNmse)
-          << "batch " << c.batch << " max_kv_len " << max_kv_len;
+      const std::vector<float> ref_rows = checked(ref.out);
+      for (int32_t max_kv_len : {8192, c.kv_len}) {
+        const DecodeAttentionPlan plan =
+            plan_decode_attention(c.batch, h.shape(), max_kv_len, n_sm_);
+        DeviceBuffer<uint8_t> ws(decode_attention_workspace_bytes(c.batch, h.shape(), plan));
+        DeviceBuffer<float> out(h.q().size());
+        auto launch = [&] {
+          return decode_attention(run->q.get(), run->layer, run->csr.batch, h.shape(), plan,
+                                  ws.get(), out.get(), stream_);
+        };
+        for (int i = 0; i < kWarmup; ++i) ASSERT_TRUE(launch().ok());
+        bool ok = true;
+        const float ms = elapsed_ms(stream_, [&] {
+          for (int i = 0; i < kIters; ++i) ok = launch().ok() && ok;
+        });
+        ASSERT_TRUE(ok);
+        const double us = 1e3 * ms / kIters;
+        std::printf(
+            "decode_attention llama3-8b %-4s batch %3d x %4d keys, plan for max_kv_len %4d "
+            "(%3d splits, chunk %4d): %8.2f us/call, %7.1f GB/s (%.1f MB of K+V)\n",
+            type_name(type).c_str(), c.batch, c.kv_len, max_kv_len, plan.n_splits, plan.kv_chunk,
+            us, kv_bytes / us * 1e-3, kv_bytes * 1e-6);
+        EXPECT_LT(nmse(checked(out.download()), ref_rows), kSameCacheNmse)
+            << type_name(type) << " batch " << c.batch << " max_kv_len " << max_kv_len
+            << " (CPU-checked sequences: every " << every << "th)";
+      }
     }
   }
 }

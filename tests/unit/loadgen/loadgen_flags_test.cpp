@@ -111,6 +111,23 @@ TEST(LoadgenFlags, FindMaxQpsProbesForThirtySecondsByDefault) {
   EXPECT_NE(error_of(f).find("--duration is required"), std::string::npos);
 }
 
+TEST(LoadgenFlags, FindMaxQpsWarmsUpForTenSecondsByDefault) {
+  LoadgenFlags f = base();
+  EXPECT_EQ(validate_loadgen_flags(f)->warmup_duration_s, 0);  // a plain run: no warm-up load
+  f.warmup_duration = "3s";
+  EXPECT_EQ(validate_loadgen_flags(f)->warmup_duration_s, 3);
+  f = base();
+  f.find_max_qps = true;
+  f.slo_ttft_p95 = "2s";
+  auto c = validate_loadgen_flags(f);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->warmup_duration_s, 10);
+  f.warmup_duration = "0s";  // switched off
+  EXPECT_EQ(validate_loadgen_flags(f)->warmup_duration_s, 0);
+  f.warmup_duration = "10";
+  EXPECT_NE(error_of(f).find("--warmup-duration"), std::string::npos);
+}
+
 TEST(LoadgenFlags, SoakSamplingInterval) {
   LoadgenFlags f = base();
   f.soak = true;

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""novaserve against the peer (llama.cpp) for run.sh --peer, as markdown for summary.md.
+
+  peer_summary.py bench OUTDIR PRESET
+      novaserve: OUTDIR/bench-PRESET-b1.json (run.sh's bench at batch 1, prompts 16, 2048,
+      2048): decode tok/s after the 16-token prompt (llama-bench's tg128 starts from an empty
+      context) and prefill tok/s of the last 2048-token prompt (pp2048, warm: the first one
+      after start-up pays one-time costs). llama.cpp: OUTDIR/peer-bench-PRESET.md
+      (llama-bench -o md, -p 2048 -n 128): the t/s of its tg128 and pp2048 rows. Prints a table
+      with the ratio novaserve/llama.cpp.
+  peer_summary.py serve OUTDIR PRESET
+      OUTDIR/loadgen-PRESET.json (novaserve) and OUTDIR/loadgen-peer-PRESET.json (llama-server),
+      both `novaserve loadgen --find-max-qps` reports: the confirmed max QPS of each, the probes,
+      and the ratio.
+
+A missing or unreadable input prints "missing" in its place (exit status 0): the peer runs are
+independent of novaserve's, and either may have failed.
+"""
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def novaserve_bench(out, preset):
+    """{"tg128": decode tok/s at prompt 16, "pp2048": prefill tok/s of the last prompt 2048}."""
+    rows = json.loads((out / f"bench-{preset}-b1.json").read_text())["results"]
+    got = {}
+    for r in rows:
+        if r["prompt"] == 16 and "tg128" not in got:
+            got["tg128"] = float(r["decode_tok_s"])
+        if r["prompt"] == 2048:
+            got["pp2048"] = float(r["prefill_tok_s"])  # the last one wins
+    return got
+
+
+def llamacpp_bench(out, preset):
+    """{"tg128": t/s, "pp2048": t/s} from llama-bench's markdown table."""
+    got = {}
+    for line in (out / f"peer-bench-{preset}.md").read_text().splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        for test in ("tg128", "pp2048"):
+            if test in cells and test not in got:
+                m = re.match(r"([0-9]+(?:\.[0-9]*)?)", cells[-1])  # "10693.12 ± 12.34"
+                if m:
+                    got[test] = float(m.group(1))
+    return got
+
+
+def load(fn, *args):
+    try:
+        return fn(*args)
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        print(f"peer_summary: {fn.__name__}: {e}", file=sys.stderr)
+        return {}
+
+
+def fmt(v):
+    return "missing" if v is None else f"{v:,.1f}"
+
+
+def ratio(a, b):
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+
+def bench(out, preset):
+    ns, lc = load(novaserve_bench, out, preset), load(llamacpp_bench, out, preset)
+    print(f"| {preset} Q4_0, same file | novaserve | llama.cpp | novaserve/llama.cpp |")
+    print("|---|---|---|---|")
+    for key, label in (("tg128", "decode batch 1, tg128 (tok/s)"),
+                       ("pp2048", "prefill pp2048 (tok/s)")):
+        a, b = ns.get(key), lc.get(key)
+        print(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio(a, b)} |")
+
+
+def search(path):
+    j = json.loads(path.read_text())["find_max_qps"]
+    probes = ", ".join(
+        f"{p['qps']:g}{'(re)' if p.get('reprobe') else ''} {'ok' if p['met'] else 'miss'}"
+        for p in j["probes"])
+    confs = ", ".join(f"{p['qps']:g} {'ok' if p['met'] else 'miss'}" for p in j["confirmations"])
+    return {"max": float(j["max_qps"]), "probes": probes, "confirmations": confs or "none"}
+
+
+def serve(out, preset):
+    ns = load(search, out / f"loadgen-{preset}.json")
+    lc = load(search, out / f"loadgen-peer-{preset}.json")
+    print(f"| {preset} Q4_0 fin-qa, same loadgen | max QPS (confirmed) | probes | confirmations |")
+    print("|---|---|---|---|")
+    for name, r in (("novaserve", ns), ("llama-server", lc)):
+        best = "none" if r.get("max") == 0 else fmt(r.get("max"))
+        print(f"| {name} | {best} | {r.get('probes', 'missing')} | "
+              f"{r.get('confirmations', 'missing')} |")
+    print(f"| novaserve/llama-server | {ratio(ns.get('max'), lc.get('max'))} | | |")
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[1] not in ("bench", "serve"):
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    (bench if sys.argv[1] == "bench" else serve)(Path(sys.argv[2]), sys.argv[3])
+
+
+if __name__ == "__main__":
+    main()
