@@ -61,6 +61,12 @@ Status CpuBackend::add_bias(float* x, const float* bias, int64_t n_rows, int64_t
   return {};
 }
 
+Status CpuBackend::add_residual(float* x, const float* delta, int64_t n_rows, int64_t dim) {
+  // The default's single "bias" row of n_rows * dim values, split over the rows: the same adds.
+  for_rows(n_rows, dim, [&](int64_t r) { cpu::add_bias_row(x + r * dim, delta + r * dim, dim); });
+  return {};
+}
+
 Status CpuBackend::rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p,
                               float* table) {
   for_rows(n_rows, 64 * p.n_rot,

@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
   Status add_rms_norm(float* x, const float* delta, const float* w, int64_t n_rows, int64_t dim,
                       float eps, float* out) override;
   Status add_bias(float* x, const float* bias, int64_t n_rows, int64_t dim) override;
+  Status add_residual(float* x, const float* delta, int64_t n_rows, int64_t dim) override;
   Status rope_table(const int32_t* pos, int64_t n_rows, const RopeParams& p, float* table) override;
   Status rope(float* x, int64_t n_rows, int32_t n_heads, int32_t head_dim, int32_t n_rot,
               RopeOrdering ordering, const float* table) override;

@@ -7,7 +7,9 @@
 // (its split-K combine the tenth); otherwise the grouped Q4_0 GEMV for q/k/v, the
 // gate+up+SwiGLU GEMV, K's RoPE inside the KV store, and the device argmax. The environment
 // variable NOVASERVE_GPU_FUSED=0 turns these fusions off (read when the backend is made: for
-// A/B runs and the lockstep tests of both paths).
+// A/B runs and the lockstep tests of both paths). The two paths differ in bits, not only in
+// speed: the fused norm reduces its sum of squares in another order, and the GEMMs' residual add
+// (beta = 1) may take another cuBLAS algorithm.
 //
 // Matmul dispatch: up to GpuMatmul::kGemvMaxRows rows, GEMVs over the quantized weights (8-bit
 // activations for Q4_0 in ActQuant::kQ8 mode, gemv_q4_0_q8.h); larger batches go through

@@ -3,7 +3,7 @@
 // for the plain types, the index of a position's row, and the host dispatch from a runtime
 // (type, head_dim) to the kernels' template parameters. Used by store_kv_gpu.cu,
 // decode_attention_gpu.cu, prefill_attention_gpu.cu and the fused QKV GEMV
-// (gemv_q4_0_q8_fused_gpu.cu) only.
+// (gemv_q4_0_q8_gpu.cu) only.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The integer core of the kQ8 Q4_0 GEMVs (gemv_q4_0_q8_gpu.cu, gemv_q4_0_q8_fused_gpu.cu): one
+// The integer core of the kQ8 Q4_0 GEMVs (gemv_q4_0_q8_gpu.cu, gemv_q4_0_q8_gpu.cu): one
 // 32-value block of split-layout Q4_0 weights (q4_0_split.h: 16 nibble bytes, value j in the low
 // nibble of byte j and value j + 16 in its high nibble) against 32 int8 activations, by dp4a.
 // Word k of the nibbles masked with 0x0F0F0F0F pairs with word k of the activations' first 16

@@ -4,6 +4,14 @@
 #include "backend/gpu/platform/pdl.h"
 
 namespace novaserve::gpu {
+#if !defined(NOVASERVE_GPU_HIP)
+namespace {
+
+// Compiled like every kernel of the backend; pdl_enabled reads its PTX version.
+__global__ void pdl_probe_kernel() {}
+
+}  // namespace
+#endif
 
 bool pdl_enabled() {
 #if defined(NOVASERVE_GPU_HIP)
@@ -20,7 +28,15 @@ bool pdl_enabled() {
       cudaGetLastError();  // clear the error this probe may have left
       return false;
     }
-    return major >= 9;
+    // The kernels must also have been compiled for sm_90 or later: pdl_wait() is compiled out
+    // below that, and a PDL launch of a kernel that does not wait would race. The probe is built
+    // with the same architecture flags as every kernel of the backend.
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, pdl_probe_kernel) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return major >= 9 && attr.ptxVersion >= 90;
   }();
   return capable;
 #endif

@@ -30,7 +30,8 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-/// Whether launch_maybe_pdl uses PDL: a CUDA build on a device of compute capability >= 9.0
+/// Whether launch_maybe_pdl uses PDL: a CUDA build whose kernels were compiled for sm_90 or later
+/// (PTX version >= 9.0, so pdl_wait() is in them) on a device of compute capability >= 9.0
 /// (checked once, for the current device) unless the environment variable NOVASERVE_GPU_PDL is "0"
 /// (read on every call).
 /// Always false on HIP.
