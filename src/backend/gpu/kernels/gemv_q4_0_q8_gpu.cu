@@ -343,27 +343,29 @@ Status launch(const Args& a, int64_t n_rows, cudaStream_t stream) {
   return gpu_status(e, "gemv_q4_0_q8_kernel");
 }
 
+// kInvalidInput naming the launcher `op`.
+Status bad_arg(const char* op, const std::string& what) {
+  return Err(ErrorCode::kInvalidInput, std::string("gpu::") + op + ": " + what);
+}
+
 // Checks shared by the GEMV launchers; fills a's input fields and m[i]'s weight views and group
 // ranges (4 outputs per group; SwiGLU's groups are those of ws[0]). `op` names the launcher.
 Status prepare(const char* op, std::span<const WeightMatrix> ws, const ActQ8& x, int64_t n_rows,
                bool swiglu, Args& a) {
-  const auto bad = [&](const std::string& what) {
-    return Err(ErrorCode::kInvalidInput, std::string("gpu::") + op + ": " + what);
-  };
-  if (n_rows < 0 || n_rows > kMaxRows) return bad("n_rows must be in [0, 8]");
+  if (n_rows < 0 || n_rows > kMaxRows) return bad_arg(op, "n_rows must be in [0, 8]");
   const int64_t n_in = ws[0].n_in;
   for (size_t i = 0; i < ws.size(); ++i) {
     const WeightMatrix& w = ws[i];
     if (w.type != GgmlType::kQ4_0 || w.n_in != n_in || n_in % kQk != 0 || w.n_out < 0 ||
         w.n_out >= (int64_t{1} << 30) || n_in >= (int64_t{1} << 30) || w.data == nullptr ||
         !aligned16(w.data)) {
-      return bad(
-          "matrices must be split-layout Q4_0 (16-byte aligned) with one n_in, a "
-          "multiple of 32");
+      return bad_arg(op,
+                     "matrices must be split-layout Q4_0 (16-byte aligned) with one n_in, a "
+                     "multiple of 32");
     }
   }
   if (n_rows > 0 && (x.q == nullptr || x.d == nullptr || x.sum == nullptr || !aligned16(x.q))) {
-    return bad("null or misaligned quantized activations");
+    return bad_arg(op, "null or misaligned quantized activations");
   }
   a.n_in = static_cast<int32_t>(n_in);
   a.nb = static_cast<int32_t>(n_in / kQk);
@@ -384,10 +386,6 @@ Status prepare(const char* op, std::span<const WeightMatrix> ws, const ActQ8& x,
   }
   a.n_groups = groups;
   return {};
-}
-
-Status bad_arg(const char* op, const std::string& what) {
-  return Err(ErrorCode::kInvalidInput, std::string("gpu::") + op + ": " + what);
 }
 
 }  // namespace
