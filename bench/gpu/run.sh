@@ -38,6 +38,9 @@
 #               128 generated; bench-sweep-PRESET-N.*): the data behind the GPU default of
 #               --max-num-seqs (docs/benchmarks.md, "GPU batch limits").
 # --serve-start QPS  first probe of --serve's --find-max-qps (default 64; 32 for u15-lite-12b).
+# --serve-max QPS  highest rate --serve's search probes (loadgen --max-qps; default 400): with
+#               --serve-start, a window around the expected answer, so that novaserve's and the
+#               peer's searches fit one call.
 # --loadgen-timeout S  the time limit of each --find-max-qps run, novaserve's and the peer's
 #               (default 480; a probe is 30 s plus its drain, the confirmation 60 s, the warm-up
 #               10 s): lower it to fit two searches in one call.
@@ -54,6 +57,7 @@
 #               change the exit status, and a failed novaserve stage does not skip them.
 # --peer-serve-start QPS  first probe of the peer's --find-max-qps (default 2: llama-server
 #               holds about 4 req/s of fin-qa).
+# --peer-serve-max QPS  the same for the peer's search (default 400).
 # --peer-only   with --peer: runs the peer's stages of --bench/--serve but not novaserve's (for a
 #               call whose novaserve figures came from the call before; ratios then say missing).
 # --ab OLD_BIN  A/B speed of two builds on the first model of --models: OLD_BIN (another
@@ -78,8 +82,9 @@ set -u
 usage() {
   echo "usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]" \
     "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
-    "[--sweep-qps QPS] [--serve-start QPS] [--governor] [--ab OLD_BIN]" \
-    "[--loadgen-timeout S] [--peer DIR] [--peer-serve-start QPS] [--peer-only]" >&2
+    "[--sweep-qps QPS] [--serve-start QPS] [--serve-max QPS] [--governor] [--ab OLD_BIN]" \
+    "[--loadgen-timeout S] [--peer DIR] [--peer-serve-start QPS] [--peer-serve-max QPS]" \
+    "[--peer-only]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -97,6 +102,8 @@ OVERLOAD_QPS=
 SEQS_SWEEP=
 SWEEP_QPS=120
 SERVE_START=
+SERVE_MAX=400
+PEER_SERVE_MAX=400
 AB_OLD=
 LOADGEN_TIMEOUT=480
 PEER_DIR=
@@ -130,6 +137,12 @@ while [ $# -gt 0 ]; do
     --serve-start)
       [ $# -ge 2 ] || usage
       SERVE_START=$2
+      shift
+      ;;
+    --serve-max | --peer-serve-max)
+      [ $# -ge 2 ] || usage
+      case $2 in '' | *[!0-9.]*) echo "run.sh: $1 takes a rate in req/s" >&2 && usage ;; esac
+      if [ "$1" = --serve-max ]; then SERVE_MAX=$2; else PEER_SERVE_MAX=$2; fi
       shift
       ;;
     --loadgen-timeout)
@@ -320,16 +333,16 @@ bench_model() {  # bench_model PRESET
     tee -a "$OUT/summary.md"
   grep -E '^\|' "$OUT/bench-$name.log"
 }
-# find_max_qps PORT FIRST_QPS GGUF TAG: the one loadgen command line that both servers get (only
-# the first probe differs): fin-qa under the seed's SLO, default probes (30 s each, after loadgen's
+# find_max_qps PORT FIRST_QPS MAX_QPS GGUF TAG: the one loadgen command line that both servers
+# get (only the search window differs): fin-qa under the seed's SLO, default probes (30 s each, after loadgen's
 # 10-s warm-up load) and the confirmation run (60 s) at the rate found; requests still running
 # 30 s after a run's end count as failed (an overloaded probe fails either way). Writes
 # loadgen-TAG.{log,json}; returns loadgen's exit status (124: it hit --loadgen-timeout).
 find_max_qps() {
   timeout "$LOADGEN_TIMEOUT" "$NS" loadgen --url "http://127.0.0.1:$1" --workload fin-qa \
-    --find-max-qps --qps "$2" --max-qps 400 --qps-tolerance 0.1 --warmup-requests 8 \
-    --drain-timeout 30s --slo-ttft-p95 187ms --slo-ttft-p99 238ms --tokenizer-model "$3" \
-    --json "$OUT/loadgen-$4.json" >"$OUT/loadgen-$4.log" 2>&1
+    --find-max-qps --qps "$2" --max-qps "$3" --qps-tolerance 0.1 --warmup-requests 8 \
+    --drain-timeout 30s --slo-ttft-p95 187ms --slo-ttft-p99 238ms --tokenizer-model "$4" \
+    --json "$OUT/loadgen-$5.json" >"$OUT/loadgen-$5.log" 2>&1
 }
 serve_model() {  # serve_model PRESET FIRST_QPS
   local name=$1 m="$scratch/$1.gguf" port=18080 lrc=0
@@ -337,7 +350,7 @@ serve_model() {  # serve_model PRESET FIRST_QPS
   "$NS" serve --device cuda --model "$m" --port $port >"$OUT/serve-$name.log" 2>&1 &
   local spid=$!
   wait_healthy "$port"
-  find_max_qps "$port" "$2" "$m" "$name" || lrc=$?
+  find_max_qps "$port" "$2" "$SERVE_MAX" "$m" "$name" || lrc=$?
   echo "loadgen fin-qa $name Q4_0 --device cuda: exit $lrc (loadgen-$name.log)" |
     tee -a "$OUT/summary.md"
   # Engine time split: whole steps vs the forward pass (the rest is scheduling and sampling).
@@ -413,7 +426,7 @@ peer_serve_model() {  # peer_serve_model PRESET: llama-server under the same loa
   peer_pid=$(echo "$peer_pid" | head -n 1)
   case $peer_pid in '' | *[!0-9]*) peer_pid= ;; esac
   if [ $src -eq 0 ] && [ -n "$peer_pid" ]; then
-    find_max_qps "$port" "$PEER_SERVE_START" "$m" "peer-$name" || lrc=$?
+    find_max_qps "$port" "$PEER_SERVE_START" "$PEER_SERVE_MAX" "$m" "peer-$name" || lrc=$?
     echo "loadgen fin-qa $name Q4_0 llama-server: exit $lrc (loadgen-peer-$name.log)" |
       tee -a "$OUT/summary.md"
   else
