@@ -90,7 +90,8 @@ def serve(out, preset):
     print(f"| {preset} Q4_0 fin-qa, same loadgen | max QPS (confirmed) | probes | confirmations |")
     print("|---|---|---|---|")
     for name, r in (("novaserve", ns), ("llama-server", lc)):
-        best = "none" if r.get("max") == 0 else fmt(r.get("max"))
+        # Rates as loadgen gives them (:g, like the probes): a window cap of 1.65 is not 1.6.
+        best = "missing" if r.get("max") is None else "none" if r["max"] == 0 else f"{r['max']:g}"
         print(f"| {name} | {best} | {r.get('probes', 'missing')} | "
               f"{r.get('confirmations', 'missing')} |")
     print(f"| novaserve/llama-server | {ratio(ns.get('max'), lc.get('max'))} | | |")

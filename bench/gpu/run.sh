@@ -334,10 +334,10 @@ bench_model() {  # bench_model PRESET
   grep -E '^\|' "$OUT/bench-$name.log"
 }
 # find_max_qps PORT FIRST_QPS MAX_QPS GGUF TAG: the one loadgen command line that both servers
-# get (only the search window differs): fin-qa under the seed's SLO, default probes (30 s each, after loadgen's
-# 10-s warm-up load) and the confirmation run (60 s) at the rate found; requests still running
-# 30 s after a run's end count as failed (an overloaded probe fails either way). Writes
-# loadgen-TAG.{log,json}; returns loadgen's exit status (124: it hit --loadgen-timeout).
+# get (only the search window differs): fin-qa under the seed's SLO, default probes (30 s each,
+# after loadgen's 10-s warm-up load) and the confirmation run (60 s) at the rate found; requests
+# still running 30 s after a run's end count as failed (an overloaded probe fails either way).
+# Writes loadgen-TAG.{log,json}; returns loadgen's exit status (124: it hit --loadgen-timeout).
 find_max_qps() {
   timeout "$LOADGEN_TIMEOUT" "$NS" loadgen --url "http://127.0.0.1:$1" --workload fin-qa \
     --find-max-qps --qps "$2" --max-qps "$3" --qps-tolerance 0.1 --warmup-requests 8 \
