@@ -43,6 +43,10 @@ inline constexpr AttnGeometry kLlama3{"llama3 32:8 d128 bs16", 32, 8, 128, 16};
 /// matches the CPU's f32 arithmetic only to ~1e-7 (derivation: prefill_attention_mma_test.cu).
 inline constexpr double kMmaPrefillVsCpuF16Nmse = 1e-6;
 
+/// The same bound for the tensor-core decode on a Q8_0 cache (decode_attention_mma): q, P and P
+/// times each V scale are rounded to fp16 before their products (the codes are exact), ~1e-7.
+inline constexpr double kMmaDecodeVsCpuQ8Nmse = 1e-6;
+
 /// Initial value of the GPU output buffers: rows that a kernel must not write keep it.
 inline constexpr float kSentinel = 1e30f;
 

@@ -134,7 +134,9 @@ TEST_F(AttentionKvQuantTest, StoreKvCornerCasesMatchCpuBytes) {
 
 // decode_attention on caches whose history holds every corner-case block, against the CPU on
 // the same cache type: both read the same bytes and dequantize them the same way, so only
-// summation order differs (NMSE < 1e-10, attention_op_test.cu's same-cache bound). K gets every
+// summation order differs (NMSE < 1e-10, attention_op_test.cu's same-cache bound; on the
+// tensor-core path, which keeps the codes exact and the scales apart, kMmaDecodeVsCpuQ8Nmse: a
+// planted scale of 60000 must not overflow its fp16 operands). K gets every
 // kind but kLargeScale, whose ~1e6 keys would make the softmax hinge on the rounding of huge
 // scores; V gets them all.
 TEST_F(AttentionKvQuantTest, DecodeReadsCornerCaseBlocksLikeCpu) {
@@ -161,16 +163,22 @@ TEST_F(AttentionKvQuantTest, DecodeReadsCornerCaseBlocksLikeCpu) {
       }
       const auto ref = h.run_cpu(cpu_, type);
       const auto run = h.store_gpu(type, stream_);
+      // decode_attention (tensor cores on Q8_0 where it has them) and its CUDA-core kernel.
+      const bool mma = attention_mma_enabled() && decode_attention_mma_supported(type, g.head_dim);
       for (const DecodeAttentionPlan& plan : plans) {
-        SCOPED_TRACE("splits " + std::to_string(plan.n_splits));
-        const int32_t batch = run->csr.batch.batch;
-        test::DeviceBuffer<uint8_t> ws(decode_attention_workspace_bytes(batch, h.shape(), plan));
-        test::DeviceBuffer<float> out(h.q().size());
-        const Status st = decode_attention(run->q.get(), run->layer, run->csr.batch, h.shape(),
-                                           plan, ws.get(), out.get(), stream_);
-        ASSERT_TRUE(st.ok()) << st.error().message;
-        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-        EXPECT_LT(test::nmse(out.download(), ref.out), 1e-10);
+        for (const bool simt : {false, true}) {
+          SCOPED_TRACE("splits " + std::to_string(plan.n_splits) + (simt ? " simt" : ""));
+          const int32_t batch = run->csr.batch.batch;
+          test::DeviceBuffer<uint8_t> ws(decode_attention_workspace_bytes(batch, h.shape(), plan));
+          test::DeviceBuffer<float> out(h.q().size());
+          const auto fn = simt ? decode_attention_simt : decode_attention;
+          const Status st = fn(run->q.get(), run->layer, run->csr.batch, h.shape(), plan, ws.get(),
+                               out.get(), stream_);
+          ASSERT_TRUE(st.ok()) << st.error().message;
+          ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+          EXPECT_LT(test::nmse(out.download(), ref.out),
+                    mma && !simt ? test::kMmaDecodeVsCpuQ8Nmse : 1e-10);
+        }
       }
     }
   }

@@ -92,18 +92,33 @@ class AttentionOpTest : public GpuTest {
     n_sm_ = prop.multiProcessorCount;
   }
 
+  // Which decode kernel a test runs: decode_attention's choice, or its CUDA-core kernel.
+  enum class DecodeKernel { kAuto, kSimt };
+
   // Decode attention of h's new rows on the GPU cache `run` with `plan`; output starts as the
   // sentinel.
   std::vector<float> decode(const AttentionHarness& h, const AttentionHarness::GpuRun& run,
-                            const DecodeAttentionPlan& plan) {
+                            const DecodeAttentionPlan& plan,
+                            DecodeKernel kernel = DecodeKernel::kAuto) {
     const int32_t batch = run.csr.batch.batch;
     DeviceBuffer<uint8_t> ws(decode_attention_workspace_bytes(batch, h.shape(), plan));
     DeviceBuffer<float> out(std::vector<float>(h.q().size(), kSentinel));
-    const Status st = decode_attention(run.q.get(), run.layer, run.csr.batch, h.shape(), plan,
-                                       ws.get(), out.get(), stream_);
+    const auto fn = kernel == DecodeKernel::kSimt ? decode_attention_simt : decode_attention;
+    const Status st =
+        fn(run.q.get(), run.layer, run.csr.batch, h.shape(), plan, ws.get(), out.get(), stream_);
     EXPECT_TRUE(st.ok()) << st.error().message;
     sync();
     return out.download();
+  }
+
+  // Whether decode_attention takes the tensor-core kernel for `type` in h's shape.
+  static bool decode_takes_mma(const AttentionHarness& h, GgmlType type) {
+    return attention_mma_enabled() && decode_attention_mma_supported(type, h.shape().head_dim);
+  }
+
+  // NMSE bound of decode_attention on a `type` cache against the CPU on the same cache.
+  static double decode_same_cache_bound(const AttentionHarness& h, GgmlType type) {
+    return decode_takes_mma(h, type) ? kMmaDecodeVsCpuQ8Nmse : kSameCacheNmse;
   }
 
   std::vector<float> prefill(const AttentionHarness& h, const AttentionHarness::GpuRun& run,
@@ -134,7 +149,14 @@ class AttentionOpTest : public GpuTest {
       SCOPED_TRACE(std::string(h.geometry().name) + " " + type_name(type) + " splits " +
                    std::to_string(plan.n_splits) + " chunk " + std::to_string(plan.kv_chunk));
       const auto run = h.store_gpu(type, stream_);
-      expect_matches_cpu(decode(h, *run, plan), h, type, ref32.out);
+      expect_matches_cpu(decode(h, *run, plan), h, type, ref32.out,
+                         decode_same_cache_bound(h, type));
+      // Where decode_attention takes the tensor cores, the CUDA-core kernel (HIP's) still
+      // matches the CPU to f32 rounding.
+      if (decode_takes_mma(h, type)) {
+        SCOPED_TRACE("decode_attention_simt");
+        expect_matches_cpu(decode(h, *run, plan, DecodeKernel::kSimt), h, type, ref32.out);
+      }
     }
   }
 
@@ -276,7 +298,7 @@ TEST_F(AttentionOpTest, DecodeStressesGroupsDimsBlockSizesAndPlans) {
         SCOPED_TRACE(std::string(g.name) + " " + type_name(type) + " splits " +
                      std::to_string(plan.n_splits) + " chunk " + std::to_string(plan.kv_chunk));
         const auto got = decode(h, *run, plan);
-        EXPECT_LT(nmse(got, ref.out), kSameCacheNmse) << "vs CPU, same cache";
+        EXPECT_LT(nmse(got, ref.out), decode_same_cache_bound(h, type)) << "vs CPU, same cache";
         EXPECT_LT(nmse(got, ref32.out), vs_f32_bound(type)) << "vs CPU, F32 cache";
         for (int32_t i = 0; i < batch; ++i) {
           if (!seqs[i].padding) continue;
@@ -311,10 +333,11 @@ TEST_F(AttentionOpTest, DecodeMixedLengthsUnderTheRunnersPlan) {
 // kv_row_bytes) at batch 1 x 2,048 keys and batch 32, 64 and 256 x 1,100 keys (issue 15: decode
 // attention stays bandwidth-bound at batch 256 with about 1,100 tokens of context), under the
 // runner's plan (max_context 8,192) and one made for the exact length. The outputs are checked
-// against the CPU on the same cache type (kSameCacheNmse, as every same-cache check here, Q8_0
-// included). At batch 256 the CPU part was too slow to check whole: on 2 cores, 15 s to draw
-// the 576M inputs on one core and 17 s for the CPU reference of all 256 sequences (f16 11 s,
-// Q8_0 6 s). So the inputs are drawn on all cores (harness_floats), and batches above 64 check
+// against the CPU on the same cache type (kSameCacheNmse; the tensor-core kernel, which
+// decode_attention takes on Q8_0 and which is reported next to the CUDA-core one there,
+// kMmaDecodeVsCpuQ8Nmse). At batch 256 the CPU part was too slow to check whole: on 2 cores, 15 s
+// to draw the 576M inputs on one core and 17 s for the CPU reference of all 256 sequences (f16 11
+// s, Q8_0 6 s). So the inputs are drawn on all cores (harness_floats), and batches above 64 check
 // every (batch / 32)-th sequence, 32 of them, each against all its 1,100 keys (the GPU computes
 // and is timed on the whole batch): 17 s on 2 cores for the batch-256 case (9.6 s of it
 // drawing inputs; a few seconds on the GPU machine's 16), 4.6 s for batch 64 (checked whole).
@@ -343,30 +366,39 @@ TEST_F(AttentionOpTest, DecodeBandwidthReport) {
         return rows;
       };
       const std::vector<float> ref_rows = checked(ref.out);
-      for (int32_t max_kv_len : {8192, c.kv_len}) {
-        const DecodeAttentionPlan plan =
-            plan_decode_attention(c.batch, h.shape(), max_kv_len, n_sm_);
-        DeviceBuffer<uint8_t> ws(decode_attention_workspace_bytes(c.batch, h.shape(), plan));
-        DeviceBuffer<float> out(h.q().size());
-        auto launch = [&] {
-          return decode_attention(run->q.get(), run->layer, run->csr.batch, h.shape(), plan,
-                                  ws.get(), out.get(), stream_);
-        };
-        for (int i = 0; i < kWarmup; ++i) ASSERT_TRUE(launch().ok());
-        bool ok = true;
-        const float ms = elapsed_ms(stream_, [&] {
-          for (int i = 0; i < kIters; ++i) ok = launch().ok() && ok;
-        });
-        ASSERT_TRUE(ok);
-        const double us = 1e3 * ms / kIters;
-        std::printf(
-            "decode_attention llama3-8b %-4s batch %3d x %4d keys, plan for max_kv_len %4d "
-            "(%3d splits, chunk %4d): %8.2f us/call, %7.1f GB/s (%.1f MB of K+V)\n",
-            type_name(type).c_str(), c.batch, c.kv_len, max_kv_len, plan.n_splits, plan.kv_chunk,
-            us, kv_bytes / us * 1e-3, kv_bytes * 1e-6);
-        EXPECT_LT(nmse(checked(out.download()), ref_rows), kSameCacheNmse)
-            << type_name(type) << " batch " << c.batch << " max_kv_len " << max_kv_len
-            << " (CPU-checked sequences: every " << every << "th)";
+      // decode_attention's kernel, and on Q8_0 (tensor cores) the CUDA-core one too.
+      std::vector<DecodeKernel> kernels = {DecodeKernel::kAuto};
+      if (decode_takes_mma(h, type)) kernels.push_back(DecodeKernel::kSimt);
+      for (const DecodeKernel kernel : kernels) {
+        const bool mma = kernel == DecodeKernel::kAuto && decode_takes_mma(h, type);
+        const auto fn = kernel == DecodeKernel::kSimt ? decode_attention_simt : decode_attention;
+        for (int32_t max_kv_len : {8192, c.kv_len}) {
+          const DecodeAttentionPlan plan =
+              plan_decode_attention(c.batch, h.shape(), max_kv_len, n_sm_);
+          DeviceBuffer<uint8_t> ws(decode_attention_workspace_bytes(c.batch, h.shape(), plan));
+          DeviceBuffer<float> out(h.q().size());
+          auto launch = [&] {
+            return fn(run->q.get(), run->layer, run->csr.batch, h.shape(), plan, ws.get(),
+                      out.get(), stream_);
+          };
+          for (int i = 0; i < kWarmup; ++i) ASSERT_TRUE(launch().ok());
+          bool ok = true;
+          const float ms = elapsed_ms(stream_, [&] {
+            for (int i = 0; i < kIters; ++i) ok = launch().ok() && ok;
+          });
+          ASSERT_TRUE(ok);
+          const double us = 1e3 * ms / kIters;
+          std::printf(
+              "decode_attention llama3-8b %-4s %-4s batch %3d x %4d keys, plan for max_kv_len "
+              "%4d (%3d splits, chunk %4d): %8.2f us/call, %7.1f GB/s (%.1f MB of K+V)\n",
+              type_name(type).c_str(), mma ? "mma" : "simt", c.batch, c.kv_len, max_kv_len,
+              plan.n_splits, plan.kv_chunk, us, kv_bytes / us * 1e-3, kv_bytes * 1e-6);
+          EXPECT_LT(nmse(checked(out.download()), ref_rows),
+                    mma ? kMmaDecodeVsCpuQ8Nmse : kSameCacheNmse)
+              << type_name(type) << (mma ? " mma" : " simt") << " batch " << c.batch
+              << " max_kv_len " << max_kv_len << " (CPU-checked sequences: every " << every
+              << "th)";
+        }
       }
     }
   }
@@ -403,7 +435,8 @@ TEST_F(AttentionOpTest, PrefillMatchesCpuOnMixedBatches) {
         const std::vector<float> rows(begin, begin + n * h.q_dim());
         if (n == 1) {
           const auto rbegin = got.begin() + csr.qo_indptr[i] * h.q_dim();
-          EXPECT_LT(nmse(rows, std::vector<float>(rbegin, rbegin + h.q_dim())), same_cache)
+          EXPECT_LT(nmse(rows, std::vector<float>(rbegin, rbegin + h.q_dim())),
+                    same_cache + decode_same_cache_bound(h, type))
               << "sequence " << i;
         } else {
           EXPECT_TRUE(std::all_of(rows.begin(), rows.end(), [](float x) { return x == kSentinel; }))
@@ -412,6 +445,23 @@ TEST_F(AttentionOpTest, PrefillMatchesCpuOnMixedBatches) {
       }
     }
   }
+}
+
+// The tensor-core decode reads Q8_0 codes as 4-byte words: a pool that is only 2-byte aligned
+// (all a Q8_0 row's fp16 scale needs) gets kInvalidInput, not a misaligned load.
+TEST_F(AttentionOpTest, MmaDecodeRejectsPoolsNotFourByteAligned) {
+  if (!decode_attention_mma_supported(GgmlType::kQ8_0, 64)) {
+    GTEST_SKIP() << "no sm_80+ kernel image for the tensor-core decode on this device";
+  }
+  const AttentionHarness h(kSmol, decode_batch({40}), rng_);
+  const auto run = h.store_gpu(GgmlType::kQ8_0, stream_);
+  PagedKvLayer shifted = run->layer;
+  shifted.k = static_cast<uint8_t*>(shifted.k) + 2;
+  DeviceBuffer<float> out(h.q().size());
+  const Status st = decode_attention_mma(run->q.get(), shifted, run->csr.batch, h.shape(), {},
+                                         nullptr, out.get(), stream_);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidInput) << st.error().message;
 }
 
 TEST_F(AttentionOpTest, PaddingSequencesGetZeroOutputs) {
@@ -452,6 +502,11 @@ TEST(AttentionOpArgs, LaunchersRejectBadShapesAndPlans) {
   const Status st_q4_1 = store_kv(&dummy, &dummy, 1, q4_1, b, ok_shape, nullptr, nullptr);
   ASSERT_FALSE(st_q4_1.ok());
   EXPECT_EQ(st_q4_1.error().code, ErrorCode::kUnsupported) << code(st_q4_1);
+  // The tensor-core decode takes Q8_0 caches only (and runs only on CUDA sm_80+).
+  const Status st_mma_f16 =
+      decode_attention_mma(&dummy, kv, b, ok_shape, {}, nullptr, &dummy, nullptr);
+  ASSERT_FALSE(st_mma_f16.ok());
+  EXPECT_EQ(st_mma_f16.error().code, ErrorCode::kUnsupported) << code(st_mma_f16);
   EXPECT_FALSE(decode_attention(&dummy, kv, b, ok_shape, {0, 64}, nullptr, &dummy, nullptr).ok());
   EXPECT_FALSE(decode_attention(&dummy, kv, b, ok_shape, {4, 0}, &dummy, &dummy, nullptr).ok());
   EXPECT_FALSE(decode_attention(&dummy, kv, b, ok_shape, {4, 64}, nullptr, &dummy, nullptr).ok());

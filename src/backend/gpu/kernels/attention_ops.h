@@ -13,12 +13,15 @@
 // head_dim other than 64/128 or a cache type other than F32/F16/Q8_0/Q4_0
 // (paged_kv_type_supported), kInternal naming the kernel when a launch fails. Supported shapes:
 // head_dim 64 or 128, any n_head divisible by n_head_kv, any block_size >= 1, any context length
-// that fits int32. Quantized caches (Q8_0, Q4_0: paged_kv.h) are dequantized on load into f32
-// registers, with the CPU's arithmetic, so the attention kernels see the CPU's cached values.
+// that fits int32. Quantized caches (Q8_0, Q4_0: paged_kv.h) are dequantized on load, into f32
+// registers with the CPU's arithmetic (the CUDA-core kernels, which see the CPU's cached values)
+// or to fp16 (the tensor-core decode on Q8_0).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "backend/gpu/kernels/paged_kv.h"
 #include "backend/gpu/platform/vendor.h"
@@ -84,22 +87,63 @@ DecodeAttentionPlan plan_decode_attention(int32_t batch, const AttentionShape& s
 size_t decode_attention_workspace_bytes(int32_t batch, const AttentionShape& shape,
                                         const DecodeAttentionPlan& plan);
 
+/// Whether the attention launchers may take their tensor-core kernels (decode_attention on Q8_0,
+/// prefill_attention on F16): true unless the environment variable NOVASERVE_GPU_MMA_ATTENTION
+/// is "0", read once per process. With "0" every attention op runs its f32 CUDA-core kernel, the
+/// one HIP builds always run, so the GPU tests and lockstep runs can check that path on NVIDIA.
+inline bool attention_mma_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("NOVASERVE_GPU_MMA_ATTENTION");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return enabled;
+}
+
 /// Decode attention: for every sequence with exactly one new row (n_new == 1), out[row] for each
 /// query head over all kv_len positions of its cache (call store_kv first). Sequences with
 /// n_new != 1 are skipped (their rows are left as they are: prefill_attention handles those);
 /// padding sequences (kv_len <= 0) get zero outputs. q, out: [rows][n_head * head_dim] f32,
 /// device, must not alias. `workspace`: decode_attention_workspace_bytes(...) bytes of device
-/// memory (may be null when that is 0). One thread block of 128 threads per (sequence, KV head,
-/// group of up to 4 query heads, split) streams each K/V row of its split once for all query
-/// heads of its group; its warps walk their own keys with their own online-softmax state (no
-/// block barrier in the key loop) and merge at the end (decode_attention_gpu.cu).
-/// Errors: as the header, plus kInvalidInput for a plan with n_splits < 1, kv_chunk < 1 with
-/// n_splits > 1, a null workspace that the plan needs, n_head_kv > 65535, n_splits *
-/// ceil(group / 4) >= 2^31, or a physical block of all KV heads (n_head_kv * block_size rows)
-/// over 4 GiB.
+/// memory (may be null when that is 0). Two kernels (decode_attention_gpu.cu), with the same
+/// grid, plan and partials:
+/// - Q8_0 cache on CUDA sm_80+ (decode_attention_mma_supported, unless attention_mma_enabled()
+///   is false): decode_attention_mma, tensor cores.
+/// - Otherwise decode_attention_simt: f32 FMAs, matching the CPU to f32 rounding.
+/// Errors: those of decode_attention_simt, or decode_attention_mma's on its path.
 Status decode_attention(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
                         const AttentionShape& shape, const DecodeAttentionPlan& plan,
                         void* workspace, float* out, cudaStream_t stream);
+
+/// decode_attention with f32 FMAs on every cache type: one thread block of 128 threads per
+/// (sequence, KV head, group of up to 4 query heads, split) streams each K/V row of its split
+/// once for all query heads of its group; its warps walk their own keys with their own
+/// online-softmax state (no block barrier in the key loop) and merge at the end. Values are
+/// loaded as the CPU dequantizes them, so the result matches the CPU's to f32 rounding (NMSE
+/// ~1e-13). Errors: as the header, plus kInvalidInput for a plan with n_splits < 1, kv_chunk < 1
+/// with n_splits > 1, a null workspace that the plan needs, n_head_kv > 65535, n_splits *
+/// ceil(group / 4) >= 2^31, or a physical block of all KV heads (n_head_kv * block_size rows)
+/// over 4 GiB.
+Status decode_attention_simt(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
+                             const AttentionShape& shape, const DecodeAttentionPlan& plan,
+                             void* workspace, float* out, cudaStream_t stream);
+
+/// Whether decode_attention_mma runs here for `type` and `head_dim`: a Q8_0 cache, head_dim 64 or
+/// 128, a CUDA build whose kernel image for the current device is sm_80 or newer. The device
+/// query is made once per head_dim and process. False on HIP.
+bool decode_attention_mma_supported(GgmlType type, int32_t head_dim);
+
+/// decode_attention on tensor cores for a Q8_0 cache (mma.sync.m16n8k16): a thread block takes up
+/// to 8 query heads of one KV head, and each warp dequantizes tiles of its keys' K and V rows to
+/// fp16 in shared memory and computes S^T = K Q^T and O^T += V^T P^T. q * scale * log2(e), the
+/// dequantized values and the softmax weights are rounded to fp16, sums are f32: NMSE ~1e-7
+/// against the CPU on the same cache (unit-normal inputs), not f32-exact. q * scale * log2(e)
+/// and every dequantized value must fit fp16 (|x| < 65504). Same plan and workspace as
+/// decode_attention_simt. Errors: those of decode_attention_simt (named
+/// "gpu::decode_attention_mma"); kUnsupported when decode_attention_mma_supported is false;
+/// kInvalidInput for K/V pools not 4-byte aligned.
+Status decode_attention_mma(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
+                            const AttentionShape& shape, const DecodeAttentionPlan& plan,
+                            void* workspace, float* out, cudaStream_t stream);
 
 /// Causal attention for every sequence of the batch (any n_new >= 1; decode rows included),
 /// tiled flash-attention style (Dao et al. 2022, FlashAttention; online softmax of Milakov &
@@ -109,7 +153,8 @@ Status decode_attention(const float* q, const PagedKvLayer& kv, const PagedKvBat
 /// largest n_new of the batch; it sizes the grid (blocks loop over further row tiles when it is
 /// too small, so it affects speed only, never the bits). >= 1.
 /// Two kernels (prefill_attention_mma.h):
-/// - F16 cache on CUDA sm_80+: tensor cores (FlashAttention-2, Dao 2023). A thread block takes
+/// - F16 cache on CUDA sm_80+ (unless attention_mma_enabled() is false): tensor cores
+/// (FlashAttention-2, Dao 2023). A thread block takes
 ///   64 (position, query head) rows of one KV head's GQA group, so each K/V tile is read once for
 ///   all heads of the group, and walks 64-key tiles with mma.sync m16n8k16; q * scale and the
 ///   softmax weights are rounded to fp16, sums are f32: NMSE ~1e-7 against the CPU on the same

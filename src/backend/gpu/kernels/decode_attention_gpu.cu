@@ -37,6 +37,7 @@
 #include <string>
 
 #include "backend/gpu/kernels/attention_ops.h"
+#include "backend/gpu/kernels/decode_attention_args.h"
 #include "backend/gpu/kernels/kv_access.h"
 #include "backend/gpu/platform/gpu_status.h"
 #include "backend/gpu/platform/pdl.h"
@@ -44,8 +45,8 @@
 namespace novaserve::gpu {
 namespace {
 
-constexpr int kThreads = 128;
-constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kThreads = kDecodeThreads;
+constexpr int kWarps = kDecodeWarps;
 // Blocks per multiprocessor the kernel is compiled for (caps registers at 128 per thread on
 // NVIDIA) and the plan aims for: 16 warps with 2 * kUnroll 16-byte loads each in flight keep an
 // SM's share of HBM bandwidth busy.
@@ -88,41 +89,6 @@ struct Geometry {
   static_assert(kWarpSize % kLanesPerKey == 0, "teams tile the warp");
   static_assert(kHeadLanes >= 1 && (kPairs & (kPairs - 1)) == 0, "power-of-two pair layout");
 };
-
-struct DecodeArgs {
-  const float* q;
-  float* out;
-  float* part_acc;  // [batch][n_head][n_splits][D]
-  float* part_ml;   // [batch][n_head][n_splits][2]: (m, l)
-  PagedKvLayer kv;
-  PagedKvBatch b;
-  int32_t n_head;
-  int32_t group;         // query heads per KV head
-  int32_t head_groups;   // blocks per KV head: ceil(group / kMaxHeads)
-  uint32_t block_bytes;  // bytes of one physical block of all KV heads in a pool
-  float scale_log2;      // scale * log2(e)
-  int32_t n_splits;
-  int32_t kv_chunk;
-};
-
-// ceil(x / y) for x >= 0, y > 0, without the overflow of (x + y - 1) / y near INT32_MAX.
-__device__ __forceinline__ int32_t ceil_div(int32_t x, int32_t y) {
-  return x / y + (x % y != 0 ? 1 : 0);
-}
-
-// How a sequence of kv_len >= 1 keys is split (file comment): n splits of `chunk` keys, the last
-// one shorter when chunk does not divide kv_len. Every split s < n holds at least one key. Both
-// kernels use this one function, so they agree on n.
-struct SeqSplits {
-  int32_t n;
-  int32_t chunk;
-};
-__device__ __forceinline__ SeqSplits seq_splits(int32_t kv_len, const DecodeArgs& a) {
-  if (a.n_splits <= 1) return {1, kv_len};
-  const int32_t want = max(1, min(a.n_splits, kv_len / a.kv_chunk));
-  const int32_t chunk = ceil_div(kv_len, want);
-  return {ceil_div(kv_len, chunk), chunk};
-}
 
 // x of lane `src` of the warp. vendor.h offers only the butterfly shuffle; one whose mask is
 // this lane's index XOR src reads lane src (masks may differ per lane on both vendors).
@@ -190,26 +156,14 @@ __global__ void __launch_bounds__(kThreads, kMinOccupancy) decode_kernel(DecodeA
 
   pdl_wait();  // q and the block tables come from earlier ops
   pdl_launch_dependents();
-  const int32_t seq = blockIdx.z;
-  const int32_t kvh = blockIdx.y;
-  const int32_t split = blockIdx.x / a.head_groups;
-  const int32_t h0 = kvh * a.group + (blockIdx.x % a.head_groups) * kMaxHeads;
-  const int32_t n_h = min(kMaxHeads, (kvh + 1) * a.group - h0);
-  if (a.b.n_new(seq) != 1) return;
+  DecodeBlock blk;
+  if (!decode_block<D, kMaxHeads, kThreads>(a, &blk)) return;
+  const int32_t seq = blk.seq, kvh = blk.kvh, split = blk.split, h0 = blk.h0, n_h = blk.n_h;
+  const int64_t row = blk.row;
+  const SeqSplits sp = blk.sp;
+  const int32_t begin = blk.begin, len = blk.len;
   const int64_t q_dim = static_cast<int64_t>(a.n_head) * D;
-  const int64_t row = a.b.qo_indptr[seq];
-  const int32_t kv_len = a.b.kv_len(seq, a.kv.block_size);
   const int tid = threadIdx.x;
-  if (kv_len <= 0) {  // padding sequence
-    if (split == 0) {
-      for (int e = tid; e < n_h * D; e += kThreads) a.out[row * q_dim + h0 * D + e] = 0.0f;
-    }
-    return;
-  }
-  const SeqSplits sp = seq_splits(kv_len, a);
-  if (split >= sp.n) return;
-  const int32_t begin = split * sp.chunk;  // < kv_len, as split < sp.n
-  const int32_t len = min(sp.chunk, kv_len - begin);
 
   for (int e = tid; e < kMaxHeads * D; e += kThreads) {
     reinterpret_cast<float*>(s_q)[e] =
@@ -376,16 +330,7 @@ __global__ void __launch_bounds__(kThreads, kMinOccupancy) decode_kernel(DecodeA
       sum = fmaf(s_acc[w][h][d], f, sum);
       l_sum = fmaf(s_l[w][h], f, l_sum);
     }
-    if (sp.n == 1) {
-      a.out[row * q_dim + (h0 + h) * D + d] = sum / l_sum;
-    } else {
-      const int64_t slot = (static_cast<int64_t>(seq) * a.n_head + h0 + h) * a.n_splits + split;
-      a.part_acc[slot * D + d] = sum;
-      if (d == 0) {
-        a.part_ml[slot * 2] = m_max;
-        a.part_ml[slot * 2 + 1] = l_sum;
-      }
-    }
+    write_decode_result<D>(a, sp, seq, row, h0 + h, split, d, m_max, sum, l_sum);
   }
 }
 
@@ -474,66 +419,130 @@ size_t decode_attention_workspace_bytes(int32_t batch, const AttentionShape& sha
          sizeof(float);
 }
 
-Status decode_attention(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
-                        const AttentionShape& shape, const DecodeAttentionPlan& plan,
-                        void* workspace, float* out, cudaStream_t stream) {
-  NOVASERVE_RETURN_IF_ERROR(check_paged_attention("decode_attention", kv, batch, shape));
+namespace {
+
+// The checks both kernels share (decode_attention's errors) and their arguments, with
+// head_groups for blocks of `max_heads` query heads. `op` names the entry point.
+Status prepare_decode(const char* op, const float* q, const PagedKvLayer& kv,
+                      const PagedKvBatch& batch, const AttentionShape& shape,
+                      const DecodeAttentionPlan& plan, void* workspace, float* out, int max_heads,
+                      DecodeArgs* args) {
+  NOVASERVE_RETURN_IF_ERROR(check_paged_attention(op, kv, batch, shape));
+  const std::string name = std::string("gpu::") + op + ": ";
   if (plan.n_splits < 1 || (plan.n_splits > 1 && plan.kv_chunk < 1)) {
     return Err(ErrorCode::kInvalidInput,
-               "gpu::decode_attention: plan needs n_splits >= 1 and, "
-               "with split-K, kv_chunk >= 1");
+               name + "plan needs n_splits >= 1 and, with split-K, kv_chunk >= 1");
   }
   if (plan.n_splits > 1 && workspace == nullptr) {
-    return Err(ErrorCode::kInvalidInput, "gpu::decode_attention: split-K needs a workspace");
+    return Err(ErrorCode::kInvalidInput, name + "split-K needs a workspace");
   }
   const int32_t group = shape.n_head / shape.n_head_kv;
-  const int32_t head_groups = (group + kMaxHeads - 1) / kMaxHeads;
+  // The grid's bound is checked for the SIMT kernel's smaller head groups, so that a plan valid
+  // for one kernel is valid for the other.
+  const int32_t simt_head_groups = (group + kMaxHeads - 1) / kMaxHeads;
   // Grid: x = split * head_groups + head group (< 2^31), y = KV head (<= 65535).
-  if (static_cast<int64_t>(plan.n_splits) * head_groups > 0x7fffffff || shape.n_head_kv > 65535) {
-    return Err(ErrorCode::kInvalidInput, "gpu::decode_attention: n_splits " +
-                                             std::to_string(plan.n_splits) +
+  if (static_cast<int64_t>(plan.n_splits) * simt_head_groups > 0x7fffffff ||
+      shape.n_head_kv > 65535) {
+    return Err(ErrorCode::kInvalidInput, name + "n_splits " + std::to_string(plan.n_splits) +
                                              " x head groups or n_head_kv " +
                                              std::to_string(shape.n_head_kv) + " exceeds the grid");
   }
   const int64_t block_bytes = static_cast<int64_t>(shape.n_head_kv) * kv.block_size *
                               paged_kv_row_bytes(kv.type, shape.head_dim);
   if (block_bytes > 0xffffffffLL) {
-    return Err(ErrorCode::kInvalidInput,
-               "gpu::decode_attention: a physical block of all KV heads spans " +
-                   std::to_string(block_bytes) + " bytes (at most 4 GiB)");
+    return Err(ErrorCode::kInvalidInput, name + "a physical block of all KV heads spans " +
+                                             std::to_string(block_bytes) +
+                                             " bytes (at most 4 GiB)");
   }
-  if (batch.batch == 0) return {};
-  DecodeArgs args{};
-  args.q = q;
-  args.out = out;
-  args.kv = kv;
-  args.b = batch;
-  args.n_head = shape.n_head;
-  args.group = group;
-  args.head_groups = head_groups;
-  args.block_bytes = static_cast<uint32_t>(block_bytes);
-  args.scale_log2 = shape.scale * kLog2e;
-  args.n_splits = plan.n_splits;
-  args.kv_chunk = plan.kv_chunk;
+  *args = DecodeArgs{};
+  args->q = q;
+  args->out = out;
+  args->kv = kv;
+  args->b = batch;
+  args->n_head = shape.n_head;
+  args->group = group;
+  args->head_groups = (group + max_heads - 1) / max_heads;
+  args->block_bytes = static_cast<uint32_t>(block_bytes);
+  args->scale_log2 = shape.scale * kLog2e;
+  args->n_splits = plan.n_splits;
+  args->kv_chunk = plan.kv_chunk;
   if (plan.n_splits > 1) {
-    args.part_acc = static_cast<float*>(workspace);
-    args.part_ml = args.part_acc + static_cast<int64_t>(batch.batch) * shape.n_head *
-                                       plan.n_splits * shape.head_dim;
+    args->part_acc = static_cast<float*>(workspace);
+    args->part_ml = args->part_acc + static_cast<int64_t>(batch.batch) * shape.n_head *
+                                         plan.n_splits * shape.head_dim;
   }
-  const dim3 grid(static_cast<unsigned>(plan.n_splits * head_groups),
-                  static_cast<unsigned>(shape.n_head_kv), static_cast<unsigned>(batch.batch));
-  const dim3 combine_grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(batch.batch));
+  return {};
+}
+
+// The decode kernels' grid: x = split * head_groups + head group, y = KV head, z = sequence.
+dim3 decode_grid(const DecodeArgs& args, const AttentionShape& shape) {
+  return dim3(static_cast<unsigned>(args.n_splits * args.head_groups),
+              static_cast<unsigned>(shape.n_head_kv), static_cast<unsigned>(args.b.batch));
+}
+
+// combine_splits_kernel<D> after a decode kernel, when the plan splits.
+template <int D>
+cudaError_t launch_combine(const DecodeArgs& args, const AttentionShape& shape,
+                           cudaStream_t stream) {
+  if (args.n_splits <= 1) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>(shape.n_head), static_cast<unsigned>(args.b.batch));
+  return launch_maybe_pdl(combine_splits_kernel<D>, grid, dim3(kCombineThreads), stream, args);
+}
+
+}  // namespace
+
+bool decode_attention_mma_supported(GgmlType type, int32_t head_dim) {
+  return type == GgmlType::kQ8_0 && decode_mma_q8_runs_here(head_dim);
+}
+
+Status decode_attention_simt(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
+                             const AttentionShape& shape, const DecodeAttentionPlan& plan,
+                             void* workspace, float* out, cudaStream_t stream) {
+  DecodeArgs args;
+  NOVASERVE_RETURN_IF_ERROR(prepare_decode("decode_attention", q, kv, batch, shape, plan, workspace,
+                                           out, kMaxHeads, &args));
+  if (batch.batch == 0) return {};
   cudaError_t e = cudaSuccess;
   dispatch_kv(kv.type, shape.head_dim, [&](auto dim, auto type) {
     constexpr int D = decltype(dim)::value;
-    e = launch_maybe_pdl(decode_kernel<D, decltype(type)::value>, grid, dim3(kThreads), stream,
-                         args);
-    if (e == cudaSuccess && plan.n_splits > 1) {
-      e = launch_maybe_pdl(combine_splits_kernel<D>, combine_grid, dim3(kCombineThreads), stream,
-                           args);
-    }
+    e = launch_maybe_pdl(decode_kernel<D, decltype(type)::value>, decode_grid(args, shape),
+                         dim3(kThreads), stream, args);
+    if (e == cudaSuccess) e = launch_combine<D>(args, shape, stream);
   });
   return gpu_status(e, "decode_attention_kernel / combine_splits_kernel");
+}
+
+Status decode_attention_mma(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
+                            const AttentionShape& shape, const DecodeAttentionPlan& plan,
+                            void* workspace, float* out, cudaStream_t stream) {
+  DecodeArgs args;
+  NOVASERVE_RETURN_IF_ERROR(prepare_decode("decode_attention_mma", q, kv, batch, shape, plan,
+                                           workspace, out, kDecodeMmaHeads, &args));
+  if (!decode_attention_mma_supported(kv.type, shape.head_dim)) {
+    return Err(ErrorCode::kUnsupported,
+               "gpu::decode_attention_mma: needs a Q8_0 cache and a CUDA sm_80+ kernel image");
+  }
+  // load_q8_block reads the codes as aligned 4-byte words (rows are multiples of 4 bytes).
+  if (reinterpret_cast<uintptr_t>(kv.k) % 4 != 0 || reinterpret_cast<uintptr_t>(kv.v) % 4 != 0) {
+    return Err(ErrorCode::kInvalidInput,
+               "gpu::decode_attention_mma: K/V pools must be 4-byte aligned");
+  }
+  if (batch.batch == 0) return {};
+  cudaError_t e = launch_decode_mma_q8(args, decode_grid(args, shape), shape.head_dim, stream);
+  if (e == cudaSuccess) {
+    e = shape.head_dim == 64 ? launch_combine<64>(args, shape, stream)
+                             : launch_combine<128>(args, shape, stream);
+  }
+  return gpu_status(e, "decode_mma_q8_kernel / combine_splits_kernel");
+}
+
+Status decode_attention(const float* q, const PagedKvLayer& kv, const PagedKvBatch& batch,
+                        const AttentionShape& shape, const DecodeAttentionPlan& plan,
+                        void* workspace, float* out, cudaStream_t stream) {
+  if (attention_mma_enabled() && decode_attention_mma_supported(kv.type, shape.head_dim)) {
+    return decode_attention_mma(q, kv, batch, shape, plan, workspace, out, stream);
+  }
+  return decode_attention_simt(q, kv, batch, shape, plan, workspace, out, stream);
 }
 
 }  // namespace novaserve::gpu

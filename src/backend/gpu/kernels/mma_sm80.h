@@ -1,6 +1,7 @@
 // Inline-PTX wrappers shared by the sm_80+ tensor-core kernels (gemm_q4_0_mma_gpu.cu,
-// prefill_attention_mma_gpu.cu): the warp-wide m16n8k16 fp16 mma with f32 accumulators, and the
-// commit and wait of cp.async groups. Each file keeps its own cp.async copy, whose cache hints and
+// prefill_attention_mma_gpu.cu, decode_attention_gpu.cu): the warp-wide m16n8k16 fp16 mma with
+// f32 accumulators, ldmatrix and movmatrix, fp16 packing, and the commit and wait of cp.async
+// groups. Each file keeps its own cp.async copy, whose cache hints and
 // zero-fill differ. Source: PTX ISA, "Warp-level matrix multiply-accumulate instructions" and
 // "Data Movement and Conversion Instructions: cp.async".
 //
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "backend/gpu/platform/vendor.h"
 
@@ -28,6 +30,44 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
       "{%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// Two f32 as one register of fp16 (round-to-nearest-even), lo in the low 16 bits: the operand
+/// layout of mma.sync and ldmatrix.
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  uint32_t u;
+  memcpy(&u, &h, sizeof(u));
+  return u;
+}
+
+/// Four 8 x 8 fp16 matrices from shared memory (ldmatrix.sync.aligned.m8n8.x4.shared.b16): lane
+/// l gets, in r[i], the 32-bit word l % 4 of row l / 4 of matrix i, whose 8 row addresses (16
+/// bytes each) come from lanes 8i .. 8i + 7's `addr`. volatile with a memory clobber: callers
+/// rewrite tiles under the same addresses, so these loads must stay between the barriers that
+/// publish them.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+/// ldmatrix_x4 with .trans: r[i] holds word l % 4 of row l / 4 of matrix i transposed.
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+
+/// Transposes one 8 x 8 fp16 matrix held by the warp in ldmatrix's layout (lane l: row l / 4,
+/// columns 2 (l % 4) and 2 (l % 4) + 1) without shared memory (movmatrix.sync.aligned.m8n8.trans
+/// .b16, sm_75+): the result is the transpose in the same layout.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t r;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
+  return r;
 }
 
 /// Closes this thread's cp.async copies issued since its last commit into one group

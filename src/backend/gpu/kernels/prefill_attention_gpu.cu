@@ -199,7 +199,7 @@ Status prefill_attention(const float* q, const PagedKvLayer& kv, const PagedKvBa
   // Checked before the device query, so bad arguments and empty batches need no GPU.
   NOVASERVE_RETURN_IF_ERROR(check_prefill_attention(kv, batch, shape, max_new_per_seq));
   if (batch.batch == 0) return {};
-  if (prefill_attention_mma_supported(kv.type, shape.head_dim)) {
+  if (attention_mma_enabled() && prefill_attention_mma_supported(kv.type, shape.head_dim)) {
     return prefill_attention_mma(q, kv, batch, shape, max_new_per_seq, out, stream);
   }
   return prefill_attention_simt(q, kv, batch, shape, max_new_per_seq, out, stream);

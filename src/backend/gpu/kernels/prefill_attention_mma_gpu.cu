@@ -39,7 +39,6 @@
 // V are the cache's fp16 values, every sum is in f32. l sums the unrounded P. Against the CPU on
 // the same cache, NMSE ~1e-7 for unit-normal q, k, v.
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 #include "backend/gpu/kernels/kv_access.h"
@@ -102,30 +101,6 @@ struct MmaArgs {
   int32_t group;  // query heads per KV head
   float scale_log2;
 };
-
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);  // lo in the low 16 bits
-  uint32_t u;
-  memcpy(&u, &h, sizeof(u));
-  return u;
-}
-
-// Four 8 x 8 fp16 matrices from shared memory (row addresses: see the header). volatile with a
-// memory clobber: the tiles change under the same addresses from one key tile to the next, so
-// these loads must stay between the barriers that publish them.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
 
 // 16 bytes global -> shared, asynchronously (sm_80); src_bytes 0 writes 16 zero bytes and reads
 // nothing. .cg: K/V rows are reused by other blocks through L2, not by this one through L1.

@@ -27,6 +27,7 @@
 #define cudaDeviceSynchronize hipDeviceSynchronize
 #define cudaError_t hipError_t
 #define cudaErrorInsufficientDriver hipErrorInsufficientDriver
+#define cudaErrorInvalidValue hipErrorInvalidValue
 #define cudaErrorNoDevice hipErrorNoDevice
 #define cudaEventCreate hipEventCreate
 #define cudaEventCreateWithFlags hipEventCreateWithFlags
