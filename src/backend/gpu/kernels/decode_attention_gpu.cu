@@ -158,10 +158,7 @@ __global__ void __launch_bounds__(kThreads, kMinOccupancy) decode_kernel(DecodeA
   pdl_launch_dependents();
   DecodeBlock blk;
   if (!decode_block<D, kMaxHeads, kThreads>(a, &blk)) return;
-  const int32_t seq = blk.seq, kvh = blk.kvh, split = blk.split, h0 = blk.h0, n_h = blk.n_h;
-  const int64_t row = blk.row;
-  const SeqSplits sp = blk.sp;
-  const int32_t begin = blk.begin, len = blk.len;
+  const auto [seq, kvh, split, h0, n_h, row, sp, begin, len] = blk;
   const int64_t q_dim = static_cast<int64_t>(a.n_head) * D;
   const int tid = threadIdx.x;
 
@@ -428,13 +425,15 @@ Status prepare_decode(const char* op, const float* q, const PagedKvLayer& kv,
                       const DecodeAttentionPlan& plan, void* workspace, float* out, int max_heads,
                       DecodeArgs* args) {
   NOVASERVE_RETURN_IF_ERROR(check_paged_attention(op, kv, batch, shape));
-  const std::string name = std::string("gpu::") + op + ": ";
+  // The message's prefix is built only on an error: this runs for every layer of an eager step.
+  const auto invalid = [op](const std::string& what) {
+    return Err(ErrorCode::kInvalidInput, std::string("gpu::") + op + ": " + what);
+  };
   if (plan.n_splits < 1 || (plan.n_splits > 1 && plan.kv_chunk < 1)) {
-    return Err(ErrorCode::kInvalidInput,
-               name + "plan needs n_splits >= 1 and, with split-K, kv_chunk >= 1");
+    return invalid("plan needs n_splits >= 1 and, with split-K, kv_chunk >= 1");
   }
   if (plan.n_splits > 1 && workspace == nullptr) {
-    return Err(ErrorCode::kInvalidInput, name + "split-K needs a workspace");
+    return invalid("split-K needs a workspace");
   }
   const int32_t group = shape.n_head / shape.n_head_kv;
   // The grid's bound is checked for the SIMT kernel's smaller head groups, so that a plan valid
@@ -443,16 +442,14 @@ Status prepare_decode(const char* op, const float* q, const PagedKvLayer& kv,
   // Grid: x = split * head_groups + head group (< 2^31), y = KV head (<= 65535).
   if (static_cast<int64_t>(plan.n_splits) * simt_head_groups > 0x7fffffff ||
       shape.n_head_kv > 65535) {
-    return Err(ErrorCode::kInvalidInput, name + "n_splits " + std::to_string(plan.n_splits) +
-                                             " x head groups or n_head_kv " +
-                                             std::to_string(shape.n_head_kv) + " exceeds the grid");
+    return invalid("n_splits " + std::to_string(plan.n_splits) + " x head groups or n_head_kv " +
+                   std::to_string(shape.n_head_kv) + " exceeds the grid");
   }
   const int64_t block_bytes = static_cast<int64_t>(shape.n_head_kv) * kv.block_size *
                               paged_kv_row_bytes(kv.type, shape.head_dim);
   if (block_bytes > 0xffffffffLL) {
-    return Err(ErrorCode::kInvalidInput, name + "a physical block of all KV heads spans " +
-                                             std::to_string(block_bytes) +
-                                             " bytes (at most 4 GiB)");
+    return invalid("a physical block of all KV heads spans " + std::to_string(block_bytes) +
+                   " bytes (at most 4 GiB)");
   }
   *args = DecodeArgs{};
   args->q = q;

@@ -168,10 +168,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks)
   pdl_launch_dependents();
   DecodeBlock blk;
   if (!decode_block<D, kDecodeMmaHeads, kDecodeThreads>(a, &blk)) return;
-  const int32_t seq = blk.seq, kvh = blk.kvh, split = blk.split, h0 = blk.h0, n_h = blk.n_h;
-  const int64_t row = blk.row;
-  const SeqSplits sp = blk.sp;
-  const int32_t begin = blk.begin, len = blk.len;
+  const auto [seq, kvh, split, h0, n_h, row, sp, begin, len] = blk;
   const int64_t q_dim = static_cast<int64_t>(a.n_head) * D;
   const int tid = threadIdx.x;
 
