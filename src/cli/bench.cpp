@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/device_flags.h"
 #include "cli/generate_setup.h"
+#include "cli/not_negative.h"
 #include "engine/paged_kv_cache.h"
 #include "gguf/gguf_file.h"
 #include "model/kv_view.h"
@@ -187,7 +188,8 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads,-t", f->threads, "CPU threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--kv-cache-memory", f->kv_cache_memory,
                   "bytes of KV blocks, e.g. 2GiB (default: what the largest point needs)")
-      ->transform(CLI::AsSizeValue(true));
+      ->transform(CLI::AsSizeValue(true))
+      ->transform(not_negative());
   cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens, "token budget per step")
       ->capture_default_str();
   add_device_flags(*cmd, f->device, /*with_memory_utilization=*/true);

@@ -6,6 +6,7 @@
 
 #include "cli/cli_error.h"
 #include "cli/commands.h"
+#include "cli/not_negative.h"
 #include "common/duration.h"
 #include "telemetry/governor_sim.h"
 
@@ -77,7 +78,9 @@ void register_governor(CLI::App& app, int& exit_code) {
   sim->add_option("--governor-up-windows", f->up_windows)->capture_default_str();
   sim->add_option("--governor-down-windows", f->down_windows)->capture_default_str();
   sim->add_option("--governor-headroom", f->headroom)->capture_default_str();
-  sim->add_option("--seed", f->seed, "seed of the Poisson arrivals")->capture_default_str();
+  sim->add_option("--seed", f->seed, "seed of the Poisson arrivals")
+      ->transform(not_negative())
+      ->capture_default_str();
   sim->callback([f, &exit_code] { exit_code = simulate(*f); });
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/not_negative.h"
 #include "loadgen/loadgen_app.h"
 #include "loadgen/loadgen_flags.h"
 
@@ -40,7 +41,9 @@ void register_loadgen(CLI::App& app, int& exit_code) {
                   "GGUF whose tokenizer makes prompt token counts exact (default: estimate "
                   "~1 token per word)");
   cmd->add_option("--model", f->model, "the request's model (default: first of /v1/models)");
-  cmd->add_option("--seed", f->seed, "seed of arrivals and request shapes")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "seed of arrivals and request shapes")
+      ->transform(not_negative())
+      ->capture_default_str();
   cmd->add_option("--temperature", f->temperature, "sampling temperature")->capture_default_str();
   cmd->add_option("--slo-ttft-p95", f->slo_ttft_p95, "SLO: P95 time to first token, e.g. 2s");
   cmd->add_option("--slo-ttft-p99", f->slo_ttft_p99, "SLO: P99 time to first token");

@@ -8,6 +8,7 @@
 #include "cli/cli_error.h"
 #include "cli/commands.h"
 #include "cli/device_flags.h"
+#include "cli/not_negative.h"
 #include "cli/numa_flags.h"
 #include "engine/engine.h"
 #include "engine/replica_set.h"
@@ -179,6 +180,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                  "bytes of KV cache blocks on the CPU, e.g. 512MiB or 2GiB (GPUs: see "
                  "--gpu-memory-utilization)")
       ->transform(CLI::AsSizeValue(true))
+      ->transform(not_negative())
       ->default_str("512MiB");
   cmd.add_option("--block-size", f.block_size, "tokens per KV block")->capture_default_str();
   cmd.add_option("--kv-cache-dtype", f.kv_cache_dtype,

@@ -20,6 +20,9 @@ else
 fi
 
 expect_exit2 "bench with a zero batch" "$BIN" bench --model "$MODEL" --batch 0
+expect_exit2 "bench with a negative --kv-cache-memory" "$BIN" bench --model "$MODEL" \
+  --kv-cache-memory -5MiB
+grep -q "must not be negative, got -5MiB" "$TMP/err" || fail "negative size message: $(cat "$TMP/err")"
 expect_exit2 "bench on a GPU device this build lacks" "$BIN" bench --model "$MODEL" --device cuda
 expect_exit2 "bench without a model" "$BIN" bench
 expect_exit2 "bench of a missing file" "$BIN" bench --model /nonexistent.gguf

@@ -7,6 +7,11 @@ source "$(dirname "$0")/lib/cli_test_lib.sh"
 
 M=(serve --model "$MODEL")
 expect_exit2 "--governor-actuate without --governor slo" "$BIN" "${M[@]}" --governor-actuate
+# Unsigned options: "-5" would otherwise wrap to 2^64 - 5.
+expect_exit2 "serve with a negative --kv-cache-memory" "$BIN" "${M[@]}" --kv-cache-memory -5
+grep -q "must not be negative, got -5" "$TMP/err" || fail "negative size message: $(cat "$TMP/err")"
+expect_exit2 "simulate with a negative --seed" "$BIN" governor simulate --seed -3
+grep -q "must not be negative, got -3" "$TMP/err" || fail "negative --seed message: $(cat "$TMP/err")"
 expect_exit2 "negative --governor-interval" "$BIN" "${M[@]}" --governor slo \
   --slo-itl-p95 50ms --governor-interval -1
 expect_exit2 "--governor-interval below 0.1 s" "$BIN" "${M[@]}" --governor slo \

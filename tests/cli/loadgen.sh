@@ -13,6 +13,8 @@ lg() { "$BIN" loadgen "$@"; }
 expect_exit2 "neither --qps nor --concurrency" lg --url "$DEAD" --duration 1s
 expect_exit2 "both --qps and --concurrency" lg --url "$DEAD" --qps 1 --concurrency 2 --duration 1s
 expect_exit2 "--qps 0" lg --url "$DEAD" --qps 0 --duration 1s
+expect_exit2 "negative --seed" lg --url "$DEAD" --qps 1 --duration 1s --seed -1
+grep -q "must not be negative, got -1" "$TMP/err" || fail "negative --seed message: $(cat "$TMP/err")"
 expect_exit2 "negative --qps" lg --url "$DEAD" --qps -3 --duration 1s
 expect_exit2 "duration without a unit" lg --url "$DEAD" --qps 1 --duration 5
 expect_exit2 "malformed duration" lg --url "$DEAD" --qps 1 --duration 5parsecs
