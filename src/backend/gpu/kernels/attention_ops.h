@@ -53,8 +53,9 @@ Status store_kv(const float* k, const float* v, int64_t n_rows, const PagedKvLay
 
 /// How decode attention partitions each sequence's keys (split-K, "flash-decoding": Dao et al.
 /// 2023). A sequence of L keys gets n = min(n_splits, max(1, floor(L / kv_chunk))) splits of
-/// c = ceil(L / n) keys: split s covers keys [s * c, min(L, (s + 1) * c)), and only the
-/// ceil(L / c) splits that hold keys do any work. kv_chunk is thus the fewest keys worth a split
+/// c = ceil(L / n) keys rounded up to a multiple of 32 (tensor-core tiles start on a split's
+/// first key): split s covers keys [s * c, min(L, (s + 1) * c)), and only the ceil(L / c) splits
+/// that hold keys do any work. kv_chunk is thus the fewest keys worth a split
 /// of their own: a sequence spreads over as many splits as its own length allows, whatever the
 /// longest context the plan was made for. Any n_splits >= 1 is correct for any context;
 /// n_splits == 1 turns split-K off (kv_chunk is then ignored). With one split a sequence's output

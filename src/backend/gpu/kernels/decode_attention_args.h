@@ -52,7 +52,10 @@ struct SeqSplits {
 __device__ __forceinline__ SeqSplits seq_splits(int32_t kv_len, const DecodeArgs& a) {
   if (a.n_splits <= 1) return {1, kv_len};
   const int32_t want = max(1, min(a.n_splits, kv_len / a.kv_chunk));
-  const int32_t chunk = ceil_div(kv_len, want);
+  int32_t chunk = ceil_div(kv_len, want);
+  // A multiple of 32 keys, so that every split starts on a tensor-core tile boundary (and, with
+  // a page size that is a multiple of the tile, on a page's tile): fewer splits, never more.
+  if (chunk % 32 != 0 && chunk <= INT32_MAX - 32) chunk += 32 - chunk % 32;
   return {ceil_div(kv_len, chunk), chunk};
 }
 

@@ -28,10 +28,10 @@
 // exponentials.
 //
 // Splits: a sequence of L keys uses n = min(n_splits, max(1, floor(L / kv_chunk))) splits of
-// c = ceil(L / n) keys each (the last takes the rest), so the plan sets only a minimum chunk and
-// every sequence spreads over as many blocks as its own length allows; splits past a sequence's
-// keys return at once. That keeps a plan made for the longest context a graph may see efficient
-// for short sequences too.
+// c = ceil(L / n) keys each, rounded up to a multiple of 32 (the last takes the rest), so the plan
+// sets only a minimum chunk and every sequence spreads over as many blocks as its own length
+// allows; splits past a sequence's keys return at once. That keeps a plan made for the longest
+// context a graph may see efficient for short sequences too.
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -16,11 +16,16 @@
 // S^T's C fragment of 16 keys, rounded to fp16 and transposed in registers by movmatrix, is P^T's
 // B fragment, and a lane's C elements of S^T and of O^T belong to the same two heads (columns
 // 2t, 2t + 1), so the softmax state of those heads lives on that lane and rescaling O needs no
-// shuffles. Per tile a warp (1) loads the raw Q8_0 blocks of its keys' K and V rows with 4-byte
-// loads into registers (each lane the 68 bytes of one row's block pair), one tile ahead: the
-// loads of its next tile fly while a tile is computed; (2) writes their codes as fp16 (exact: a
-// byte permute makes 1024 + (c + 128)) and their scales to its staging area, (3) computes S^T, the
-// online softmax of its heads and O^T. The scales stay out of the fp16 operands, so no dequantized
+// shuffles. Per tile a warp (1) copies the raw Q8_0 rows of its keys' K and V into shared memory
+// with cp.async (a full tile inside one page is one contiguous run: 16-byte copies spread over
+// the warp; otherwise each lane copies its row's 68-byte block pair with 4-byte copies); (2) each
+// lane writes one row's block pair as fp16 codes (exact: a byte permute makes 1024 + (c + 128))
+// and their scales to its staging tiles, after which the copy of the warp's next tile starts and
+// flies while (3) the warp computes S^T, the online softmax of its heads and O^T. The copies and
+// conflict-free staging stores made the difference at batch 256: each lane loading its own row
+// into registers reached 2,310 GB/s, the coalesced copies 3,080, and rows assigned to lanes so
+// that a quarter warp's fp16 stores hit 8 bank groups 3,630 (docs/benchmarks.md).
+// The scales stay out of the fp16 operands, so no dequantized
 // value has to fit fp16 (a Q8_0 value reaches 127 * 65504): S^T is summed per 32-dim block and each
 // block's sum multiplied by its key's K scale in f32, and P^T is multiplied by the keys' V scales
 // (P <= 1, so P * scale fits) once per block of O^T's dims.
@@ -64,20 +69,24 @@ inline constexpr int kMmaKeys = 2048 / D;
 // Halves per staged fp16 row: 16 bytes of padding, so that ldmatrix's 8 rows hit 8 bank groups.
 template <int D>
 inline constexpr int kMmaStride = D + 8;
-// Resident blocks per multiprocessor the kernel is compiled for (128 registers per thread; 36 KB
-// of shared memory per block).
+// Resident blocks per multiprocessor the kernel is compiled for (at most 128 registers per
+// thread; 53 KB of shared memory per block at head_dim 128, so 4 need the largest carveout).
 constexpr int kDecodeMinBlocks = 4;
 
 template <int D>
 struct MmaSmem {
   static constexpr int kBlocks = D / kQk;  // Q8_0 blocks per row
-  // Per warp: K and V code tiles [kMmaKeys][kMmaStride] fp16, then the K scales [kBlocks][keys]
-  // f32 and the V scales [kBlocks][keys] fp16.
+  // Per warp: the raw tile (K rows then V rows, each kMmaKeys<D> rows of the cache's bytes, laid
+  // out as in a page) that cp.async fills, the fp16 code tiles of K and V [kMmaKeys][kMmaStride],
+  // then the K scales [kBlocks][keys] f32 and the V scales [kBlocks][keys] fp16.
+  static constexpr int kRawBytes = kMmaKeys<D> * kKvRowBytes<GgmlType::kQ8_0, D>;
   static constexpr int kTileBytes = kMmaKeys<D> * kMmaStride<D> * 2;
-  static constexpr int kKScaleByte = 2 * kTileBytes;
+  static constexpr int kKTileByte = 2 * kRawBytes;
+  static constexpr int kVTileByte = kKTileByte + kTileBytes;
+  static constexpr int kKScaleByte = kVTileByte + kTileBytes;
   static constexpr int kVScaleByte = kKScaleByte + kBlocks * kMmaKeys<D> * 4;
   static constexpr int kWarpBytes = kVScaleByte + kBlocks * kMmaKeys<D> * 2;
-  static_assert(kWarpBytes % 16 == 0, "tiles stay 16-byte aligned");
+  static_assert(kRawBytes % 16 == 0 && kWarpBytes % 16 == 0, "tiles stay 16-byte aligned");
   // After the key loop the same bytes hold the merge: acc [kWarps][kMmaHeads][D], m and l
   // [kWarps][kMmaHeads] f32.
   static constexpr int kMergeBytes =
@@ -106,6 +115,15 @@ __device__ __forceinline__ void load_q8_pair(const uint8_t* pair, Q8BlockRaw& ev
   }
   even.tail = words[8] & 0xffffu;  // bytes 32, 33 of block 2p
   odd.tail = words[8] >> 16;       // bytes 0, 1 of block 2p + 1: its scale
+}
+
+// Copies 4 (L1-cached) or 16 (L2 only) bytes from global to shared memory asynchronously
+// (cp.async; completes by cp_async_wait).
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
 }
 
 // Writes one raw block's 32 codes as fp16 to `dst` (16-byte aligned shared memory) and returns
@@ -162,7 +180,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks)
   constexpr int kDimChunks = D / 16;    // k16 steps of K Q^T, m16 tiles of O^T
   constexpr int kPairsPerRow = D / 64;  // lanes per staged row: one block pair each
   static_assert(kKeys * kPairsPerRow == kWarpSize, "one block pair of K and of V per lane");
-  __shared__ __align__(16) uint8_t smem[S::kBytes];
+  extern __shared__ __align__(16) uint8_t smem[];
 
   pdl_wait();
   pdl_launch_dependents();
@@ -189,14 +207,19 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks)
     }
   }
 
-  uint8_t* const k_tile = smem + warp * S::kWarpBytes;
-  uint8_t* const v_tile = k_tile + S::kTileBytes;
-  auto* const k_scale = reinterpret_cast<float*>(k_tile + S::kKScaleByte);  // [block][key]
-  auto* const v_scale = reinterpret_cast<unsigned short*>(k_tile + S::kVScaleByte);
+  uint8_t* const warp_smem = smem + warp * S::kWarpBytes;
+  uint8_t* const k_tile = warp_smem + S::kKTileByte;
+  uint8_t* const v_tile = warp_smem + S::kVTileByte;
+  auto* const k_scale = reinterpret_cast<float*>(warp_smem + S::kKScaleByte);  // [block][key]
+  auto* const v_scale = reinterpret_cast<unsigned short*>(warp_smem + S::kVScaleByte);
+  const uint32_t raw_s = static_cast<uint32_t>(__cvta_generic_to_shared(warp_smem));
   const uint32_t k_tile_s = static_cast<uint32_t>(__cvta_generic_to_shared(k_tile));
   const uint32_t v_tile_s = static_cast<uint32_t>(__cvta_generic_to_shared(v_tile));
-  // This lane stages row `my_row` of each tile, blocks 2 my_pair and 2 my_pair + 1.
-  const int my_row = lane / kPairsPerRow, my_pair = lane % kPairsPerRow;
+  // This lane stages row `my_row` of each tile, blocks 2 my_pair and 2 my_pair + 1: the 68 bytes
+  // at `my_raw` of the raw tile. Rows by lane % keys, so that the 8 lanes of a quarter warp store
+  // their fp16 codes to 8 rows, 8 bank groups apart (row-major pairs would meet in 4).
+  const int my_row = lane % kKeys, my_pair = lane / kKeys;
+  const int my_raw = my_row * kRowBytes + my_pair * 2 * static_cast<int>(sizeof(BlockQ8_0));
   // ldmatrix row addresses (byte offsets in a tile). K as A of S^T (rows = keys): matrix i of
   // k16 step c, dim chunk kc = keys 16c + 8 (i % 2) .., dims 16kc + 8 (i / 2) ..; V^T as A of
   // O^T through .trans: matrix i = keys 16c + 8 (i / 2) .., dims 16mt + 8 (i % 2) ...
@@ -209,42 +232,77 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks)
   const uint32_t head_bytes = static_cast<uint32_t>(kvh) * bs * kRowBytes;
   const auto* k_pool = static_cast<const uint8_t*>(a.kv.k);
   const auto* v_pool = static_cast<const uint8_t*>(a.kv.v);
-  // Raw blocks of this lane's row of tile j: keys past the split's end load its first key.
-  const auto load_tile = [&](int32_t j, Q8BlockRaw(&kr)[2], Q8BlockRaw(&vr)[2]) {
-    const int32_t k = j * kKeys + my_row;
-    const int32_t pos = begin + (k < len ? k : 0);
-    const uint64_t at =
-        static_cast<uint64_t>(static_cast<uint32_t>(pages[pos / bs])) * a.block_bytes +
-        (head_bytes + static_cast<uint32_t>(pos % bs) * kRowBytes) +
-        2 * my_pair * sizeof(BlockQ8_0);
-    load_q8_pair(k_pool + at, kr[0], kr[1]);
-    load_q8_pair(v_pool + at, vr[0], vr[1]);
+  const auto row_at = [&](int32_t pos) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(pages[pos / bs])) * a.block_bytes +
+           (head_bytes + static_cast<uint32_t>(pos % bs) * kRowBytes);
+  };
+  // Starts the copy of tile j's K and V rows into the raw tile. A full tile inside one page
+  // whose rows start 16-byte aligned is one contiguous run of bytes: 16-byte copies spread over
+  // the warp. Otherwise each lane copies its own 68 bytes, and keys past the split's end copy its
+  // first key (so that no garbage scale meets P = 0 in V).
+  const auto load_tile = [&](int32_t j) {
+    const uint32_t raw_k = raw_s, raw_v = raw_s + S::kRawBytes;
+    const int32_t k0 = j * kKeys, pos0 = begin + k0;
+    if (len - k0 >= kKeys && pos0 % bs + kKeys <= bs) {
+      const uint64_t at = row_at(pos0);
+      if (((reinterpret_cast<uintptr_t>(k_pool) | reinterpret_cast<uintptr_t>(v_pool) | at) & 15) ==
+          0) {
+        constexpr int kChunks = S::kRawBytes / 16;  // 16-byte copies per raw tile
+#pragma unroll
+        for (int i = 0; i < (kChunks + kWarpSize - 1) / kWarpSize; ++i) {
+          const int c = lane + kWarpSize * i;
+          if (kChunks % kWarpSize == 0 || c < kChunks) {
+            cp_async_16(raw_k + 16 * c, k_pool + at + 16 * c);
+            cp_async_16(raw_v + 16 * c, v_pool + at + 16 * c);
+          }
+        }
+        return;
+      }
+    }
+    const int32_t k = k0 + my_row;
+    const uint64_t at = row_at(begin + (k < len ? k : 0)) + 2 * my_pair * sizeof(BlockQ8_0);
+#pragma unroll
+    for (int i = 0; i < 17; ++i) {
+      cp_async_4(raw_k + my_raw + 4 * i, k_pool + at + 4 * i);
+      cp_async_4(raw_v + my_raw + 4 * i, v_pool + at + 4 * i);
+    }
   };
 
   float o[kDimChunks][4] = {};              // O^T: (dim 16mt + g (+8 for e >= 2), head 2t + e % 2)
   float m_run[2] = {-INFINITY, -INFINITY};  // heads 2t, 2t + 1
   float l_run[2] = {0.0f, 0.0f};            // this lane's share of their sums
   const int32_t n_tiles = ceil_div(len, kKeys);
-  // The next tile's blocks are in flight while a tile is computed.
-  Q8BlockRaw kr[2], vr[2];
-  if (warp < n_tiles) load_tile(warp, kr, vr);
+  // Tiles j = warp, warp + kDecodeWarps, ... are this warp's: tile j + kDecodeWarps is copied
+  // into the raw tile as soon as tile j's bytes are staged as fp16, so it flies while tile j is
+  // computed.
+  if (warp < n_tiles) load_tile(warp);
+  cp_async_commit();
   for (int32_t j = warp; j < n_tiles; j += kDecodeWarps) {  // warp-uniform
-    __syncwarp();  // the previous tile's ldmatrix reads are done
+    cp_async_wait<0>();
+    __syncwarp();  // the tile's copies by other lanes are visible, the last tile's reads done
+    const uint8_t* const raw_k = warp_smem + my_raw;
     const int dst = (my_row * kStride + 2 * my_pair * kQk) * 2;
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int blk = 2 * my_pair + i;
-      const unsigned short ks =
-          i == 0 ? stage_q8_codes<true>(kr[0], reinterpret_cast<__half*>(k_tile + dst))
-                 : stage_q8_codes<false>(kr[1], reinterpret_cast<__half*>(k_tile + dst + 64));
-      const unsigned short vs =
-          i == 0 ? stage_q8_codes<true>(vr[0], reinterpret_cast<__half*>(v_tile + dst))
-                 : stage_q8_codes<false>(vr[1], reinterpret_cast<__half*>(v_tile + dst + 64));
-      k_scale[blk * kKeys + my_row] = fp16_bits_to_float(ks);
-      v_scale[blk * kKeys + my_row] = vs;
-    }
-    __syncwarp();
-    if (j + kDecodeWarps < n_tiles) load_tile(j + kDecodeWarps, kr, vr);
+    // This lane's row of the raw tile (K, or V at kv = 1) -> codes as fp16 in `tile`, scales.
+    const auto stage = [&](int kv, uint8_t* tile) {
+      Q8BlockRaw r[2];
+      load_q8_pair(raw_k + kv * S::kRawBytes, r[0], r[1]);
+      const unsigned short s0 = stage_q8_codes<true>(r[0], reinterpret_cast<__half*>(tile + dst));
+      const unsigned short s1 =
+          stage_q8_codes<false>(r[1], reinterpret_cast<__half*>(tile + dst + 64));
+      const int at0 = 2 * my_pair * kKeys + my_row, at1 = at0 + kKeys;  // [block][key]
+      if (kv == 0) {
+        k_scale[at0] = fp16_bits_to_float(s0);
+        k_scale[at1] = fp16_bits_to_float(s1);
+      } else {
+        v_scale[at0] = s0;
+        v_scale[at1] = s1;
+      }
+    };
+    stage(0, k_tile);
+    stage(1, v_tile);
+    __syncwarp();  // every lane's raw bytes are read, the fp16 tiles written
+    if (j + kDecodeWarps < n_tiles) load_tile(j + kDecodeWarps);
+    cp_async_commit();
     const int32_t rem = len - j * kKeys;  // >= 1
 
     // S^T for the tile: s[c] = keys 16c + g (e < 2) or + 8 (e >= 2), head 2t + e % 2.
@@ -387,12 +445,23 @@ bool decode_mma_q8_runs_here(int32_t head_dim) {
   return false;
 }
 
+template <int D>
+cudaError_t launch(const DecodeArgs& args, dim3 grid, cudaStream_t stream) {
+  auto* const kernel = decode_mma_q8_kernel<D>;
+  static const cudaError_t smem_set = [kernel] {
+    const cudaError_t e = set_max_dynamic_shared_bytes(kernel, MmaSmem<D>::kBytes);
+    if (e != cudaSuccess) return e;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                cudaSharedmemCarveoutMaxShared);
+  }();
+  if (smem_set != cudaSuccess) return smem_set;
+  return launch_maybe_pdl_smem(kernel, grid, dim3(kDecodeThreads), MmaSmem<D>::kBytes, stream,
+                               args);
+}
+
 cudaError_t launch_decode_mma_q8(const DecodeArgs& args, dim3 grid, int32_t head_dim,
                                  cudaStream_t stream) {
-  return head_dim == 64
-             ? launch_maybe_pdl(decode_mma_q8_kernel<64>, grid, dim3(kDecodeThreads), stream, args)
-             : launch_maybe_pdl(decode_mma_q8_kernel<128>, grid, dim3(kDecodeThreads), stream,
-                                args);
+  return head_dim == 64 ? launch<64>(args, grid, stream) : launch<128>(args, grid, stream);
 }
 
 #endif  // NOVASERVE_GPU_HIP

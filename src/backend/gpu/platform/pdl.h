@@ -8,6 +8,7 @@
 // no PDL: there launch_maybe_pdl is a plain launch (the path NOVASERVE_GPU_PDL=0 selects on CUDA).
 #pragma once
 
+#include <cstddef>
 #include <utility>
 
 #include "backend/gpu/platform/vendor.h"
@@ -37,20 +38,22 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 /// Always false on HIP.
 bool pdl_enabled();
 
-/// Launches kernel<<<grid, block, 0, stream>>>(args...), with the programmatic-stream-
+/// Launches kernel<<<grid, block, smem_bytes, stream>>>(args...), with the programmatic-stream-
 /// serialization attribute when pdl_enabled(). The kernel must call pdl_wait() before touching
-/// data of earlier kernels. Returns the launch's error code (cudaSuccess when it was queued).
+/// data of earlier kernels; smem_bytes is its dynamic shared memory (above 48 KiB only after
+/// set_max_dynamic_shared_bytes). Returns the launch's error code (cudaSuccess when it was
+/// queued).
 template <typename... KernelArgs, typename... Args>
-cudaError_t launch_maybe_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
-                             cudaStream_t stream, Args&&... args) {
+cudaError_t launch_maybe_pdl_smem(void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
+                                  size_t smem_bytes, cudaStream_t stream, Args&&... args) {
 #if defined(NOVASERVE_GPU_HIP)
-  kernel<<<grid, block, 0, stream>>>(std::forward<Args>(args)...);
+  kernel<<<grid, block, smem_bytes, stream>>>(std::forward<Args>(args)...);
   return cudaGetLastError();
 #else
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
-  config.dynamicSmemBytes = 0;
+  config.dynamicSmemBytes = smem_bytes;
   config.stream = stream;
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -59,6 +62,13 @@ cudaError_t launch_maybe_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 bloc
   config.numAttrs = pdl_enabled() ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
 #endif
+}
+
+/// launch_maybe_pdl_smem without dynamic shared memory.
+template <typename... KernelArgs, typename... Args>
+cudaError_t launch_maybe_pdl(void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
+                             cudaStream_t stream, Args&&... args) {
+  return launch_maybe_pdl_smem(kernel, grid, block, 0, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace novaserve::gpu
