@@ -27,11 +27,11 @@
 // Scores live in the log2 domain (q is pre-multiplied by scale * log2(e)), so exp2f does the
 // exponentials.
 //
-// Splits: a sequence of L keys uses n = min(n_splits, max(1, floor(L / kv_chunk))) splits of
-// c = ceil(L / n) keys each, rounded up to a multiple of 32 (the last takes the rest), so the plan
-// sets only a minimum chunk and every sequence spreads over as many blocks as its own length
-// allows; splits past a sequence's keys return at once. That keeps a plan made for the longest
-// context a graph may see efficient for short sequences too.
+// Splits: a sequence of L keys is cut into chunks of c = ceil(L / n) keys rounded up to a multiple
+// of 32, n = min(n_splits, max(1, floor(L / kv_chunk))); the ceil(L / c) <= n splits that hold
+// keys do the work (the last takes the rest) and the others return at once. So the plan sets only
+// a minimum chunk and every sequence spreads over as many blocks as its own length allows. That
+// keeps a plan made for the longest context a graph may see efficient for short sequences too.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -519,7 +519,8 @@ Status decode_attention_mma(const float* q, const PagedKvLayer& kv, const PagedK
     return Err(ErrorCode::kUnsupported,
                "gpu::decode_attention_mma: needs a Q8_0 cache and a CUDA sm_80+ kernel image");
   }
-  // load_q8_block reads the codes as aligned 4-byte words (rows are multiples of 4 bytes).
+  // The kernel copies rows that do not form a 16-byte-aligned run with 4-byte cp.async, whose
+  // global address must be 4-byte aligned (rows are multiples of 4 bytes).
   if (reinterpret_cast<uintptr_t>(kv.k) % 4 != 0 || reinterpret_cast<uintptr_t>(kv.v) % 4 != 0) {
     return Err(ErrorCode::kInvalidInput,
                "gpu::decode_attention_mma: K/V pools must be 4-byte aligned");

@@ -24,7 +24,8 @@
 // flies while (3) the warp computes S^T, the online softmax of its heads and O^T. The copies and
 // conflict-free staging stores made the difference at batch 256: each lane loading its own row
 // into registers reached 2,310 GB/s, the coalesced copies 3,080, and rows assigned to lanes so
-// that a quarter warp's fp16 stores hit 8 bank groups 3,630 (docs/benchmarks.md).
+// that a quarter warp's fp16 stores hit 8 bank groups 3,631 in a scratch harness, 3,602 in the
+// GPU tests' bandwidth report (H200; docs/benchmarks.md).
 // The scales stay out of the fp16 operands, so no dequantized
 // value has to fit fp16 (a Q8_0 value reaches 127 * 65504): S^T is summed per 32-dim block and each
 // block's sum multiplied by its key's K scale in f32, and P^T is multiplied by the keys' V scales
@@ -70,7 +71,8 @@ inline constexpr int kMmaKeys = 2048 / D;
 template <int D>
 inline constexpr int kMmaStride = D + 8;
 // Resident blocks per multiprocessor the kernel is compiled for (at most 128 registers per
-// thread; 53 KB of shared memory per block at head_dim 128, so 4 need the largest carveout).
+// thread; 52.5 KiB of shared memory per block at head_dim 128, 54.5 at 64: 4 fit an H100/H200's
+// 228 KiB with the largest carveout, 3 an A100's 164, 1 the 100 of sm_86/89).
 constexpr int kDecodeMinBlocks = 4;
 
 template <int D>
@@ -437,14 +439,8 @@ bool runs_here() {
   return ok;
 }
 
-}  // namespace
-
-bool decode_mma_q8_runs_here(int32_t head_dim) {
-  if (head_dim == 64) return runs_here<64>();
-  if (head_dim == 128) return runs_here<128>();
-  return false;
-}
-
+// Launches decode_mma_q8_kernel<D>, raising its dynamic shared-memory limit and carveout first
+// (once per process).
 template <int D>
 cudaError_t launch(const DecodeArgs& args, dim3 grid, cudaStream_t stream) {
   auto* const kernel = decode_mma_q8_kernel<D>;
@@ -457,6 +453,14 @@ cudaError_t launch(const DecodeArgs& args, dim3 grid, cudaStream_t stream) {
   if (smem_set != cudaSuccess) return smem_set;
   return launch_maybe_pdl_smem(kernel, grid, dim3(kDecodeThreads), MmaSmem<D>::kBytes, stream,
                                args);
+}
+
+}  // namespace
+
+bool decode_mma_q8_runs_here(int32_t head_dim) {
+  if (head_dim == 64) return runs_here<64>();
+  if (head_dim == 128) return runs_here<128>();
+  return false;
 }
 
 cudaError_t launch_decode_mma_q8(const DecodeArgs& args, dim3 grid, int32_t head_dim,
