@@ -95,7 +95,10 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
     return Err(ErrorCode::kInvalidInput, "--gpu must be in [0, 1024]");
   }
   if (!(f.gpu_memory_utilization > 0.0 && f.gpu_memory_utilization <= 1.0)) {
-    return Err(ErrorCode::kInvalidInput, "--gpu-memory-utilization must be in (0, 1]");
+    std::ostringstream got;
+    got << f.gpu_memory_utilization;
+    return Err(ErrorCode::kInvalidInput,
+               "--gpu-memory-utilization must be in (0, 1], got " + got.str());
   }
   if (f.pipeline_parallel < 1 || f.pipeline_parallel > 1024) {
     return Err(ErrorCode::kInvalidInput, "--pipeline-parallel must be in [1, 1024] (got " +

@@ -64,8 +64,12 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
   if (*kind != WorkloadKind::kFixed && (f.has_prompt_tokens || f.has_output_tokens)) {
     return invalid("--prompt-tokens/--output-tokens apply only to --workload fixed");
   }
-  if (f.prompt_tokens < 1) return invalid("--prompt-tokens must be >= 1");
-  if (f.output_tokens < 1) return invalid("--output-tokens must be >= 1");
+  if (f.prompt_tokens < 1) {
+    return invalid("--prompt-tokens must be >= 1, got " + std::to_string(f.prompt_tokens));
+  }
+  if (f.output_tokens < 1) {
+    return invalid("--output-tokens must be >= 1, got " + std::to_string(f.output_tokens));
+  }
   c.workload.prompt_tokens = f.prompt_tokens;
   c.workload.output_tokens = f.output_tokens;
   if (f.has_prefixes && *kind != WorkloadKind::kFinQa) {
@@ -94,9 +98,12 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
   if (f.find_max_qps) {
     if (!c.slo.any()) return invalid("--find-max-qps needs at least one --slo-* flag");
     if (!(f.qps_tolerance > 0 && f.qps_tolerance < 1)) {
-      return invalid("--qps-tolerance must be in (0, 1)");
+      return invalid("--qps-tolerance must be in (0, 1), got " + number(f.qps_tolerance));
     }
-    if (!(f.max_qps >= c.qps)) return invalid("--max-qps must be >= the starting --qps");
+    if (!(f.max_qps >= c.qps)) {
+      return invalid("--max-qps must be >= the starting --qps " + number(c.qps) + ", got " +
+                     number(f.max_qps));
+    }
     c.search.start_qps = c.qps;
     c.search.tolerance = f.qps_tolerance;
     c.search.max_qps = f.max_qps;
@@ -122,7 +129,7 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
   if (!drain.ok()) return invalid("--drain-timeout: " + drain.error().message);
   c.drain_timeout_s = *drain;
   if (f.client_threads < 1 || f.client_threads > 64) {
-    return invalid("--client-threads must be in [1, 64]");
+    return invalid("--client-threads must be in [1, 64], got " + std::to_string(f.client_threads));
   }
   c.client_threads = f.client_threads;
   if (f.warmup_requests < 0 || f.warmup_requests > 1000) {

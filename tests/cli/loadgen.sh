@@ -24,6 +24,11 @@ grep -q "not supported" "$TMP/err" || fail "https message does not say 'not supp
 expect_exit2 "unreachable server" lg --url "$DEAD" --qps 1 --duration 1s
 grep -q "cannot reach" "$TMP/err" || fail "unreachable-server message does not say 'cannot reach'"
 expect_exit2 "--find-max-qps without an SLO" lg --url "$DEAD" --find-max-qps --duration 1s
+expect_exit2 "--max-qps below --qps" lg --url "$DEAD" --find-max-qps --slo-ttft-p95 1s --qps 5 \
+  --max-qps 2 --duration 1s
+grep -q "got 2" "$TMP/err" || fail "--max-qps message does not name the value: $(cat "$TMP/err")"
+expect_exit2 "--client-threads 99" lg --url "$DEAD" --qps 1 --duration 1s --client-threads 99
+grep -q "got 99" "$TMP/err" || fail "--client-threads message does not name the value: $(cat "$TMP/err")"
 expect_exit2 "unknown workload" lg --url "$DEAD" --qps 1 --duration 1s --workload sharegpt
 expect_exit2 "--prompt-tokens with fin-qa" lg --url "$DEAD" --qps 1 --duration 1s \
   --workload fin-qa --prompt-tokens 5
