@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backend/cpu/cpu_backend.h"
+#include "common/format_number.h"
 #include "model/kv_view.h"
 #include "model/llama_model.h"
 #include "runtime/pipeline/cpu_pipeline.h"
@@ -95,10 +96,8 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
     return Err(ErrorCode::kInvalidInput, "--gpu must be in [0, 1024]");
   }
   if (!(f.gpu_memory_utilization > 0.0 && f.gpu_memory_utilization <= 1.0)) {
-    std::ostringstream got;
-    got << f.gpu_memory_utilization;
-    return Err(ErrorCode::kInvalidInput,
-               "--gpu-memory-utilization must be in (0, 1], got " + got.str());
+    return Err(ErrorCode::kInvalidInput, "--gpu-memory-utilization must be in (0, 1], got " +
+                                             format_number(f.gpu_memory_utilization));
   }
   if (f.pipeline_parallel < 1 || f.pipeline_parallel > 1024) {
     return Err(ErrorCode::kInvalidInput, "--pipeline-parallel must be in [1, 1024] (got " +

@@ -1,21 +1,15 @@
 #include "loadgen/loadgen_flags.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "common/duration.h"
+#include "common/format_number.h"
 
 namespace novaserve {
 namespace {
 
 Error invalid(std::string message) {
   return Err(ErrorCode::kInvalidInput, std::move(message));
-}
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", v);
-  return buf;
 }
 
 // A positive duration flag; `flag` names it in errors.
@@ -42,7 +36,7 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
     return invalid("give exactly one of --qps (open loop) and --concurrency (closed loop)");
   }
   if (f.has_qps && !(f.qps > 0 && std::isfinite(f.qps))) {
-    return invalid("--qps must be a positive number, got " + number(f.qps));
+    return invalid("--qps must be a positive number, got " + format_number(f.qps));
   }
   if (f.has_concurrency && f.concurrency < 1) {
     return invalid("--concurrency must be >= 1, got " + std::to_string(f.concurrency));
@@ -98,11 +92,11 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
   if (f.find_max_qps) {
     if (!c.slo.any()) return invalid("--find-max-qps needs at least one --slo-* flag");
     if (!(f.qps_tolerance > 0 && f.qps_tolerance < 1)) {
-      return invalid("--qps-tolerance must be in (0, 1), got " + number(f.qps_tolerance));
+      return invalid("--qps-tolerance must be in (0, 1), got " + format_number(f.qps_tolerance));
     }
     if (!(f.max_qps >= c.qps)) {
-      return invalid("--max-qps must be >= the starting --qps " + number(c.qps) + ", got " +
-                     number(f.max_qps));
+      return invalid("--max-qps must be >= the starting --qps " + format_number(c.qps) + ", got " +
+                     format_number(f.max_qps));
     }
     c.search.start_qps = c.qps;
     c.search.tolerance = f.qps_tolerance;

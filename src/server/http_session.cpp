@@ -5,8 +5,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
-#include <cstdio>
 
+#include "common/format_number.h"
 #include "server/request_framing.h"
 
 namespace novaserve {
@@ -150,11 +150,10 @@ bool HttpSession::handle_read_error(error_code ec) {
   read_timer_.cancel();
   if (read_timed_out_) {
     if (buffer_.size() > 0 || (parser_ && parser_->got_some())) {
-      char secs[32];
-      std::snprintf(secs, sizeof secs, "%g", limits_.header_timeout.count() / 1000.0);
-      reject(transport_error(
-          408, std::string("request not received within --header-timeout (") + secs + " s)",
-          "request_timeout"));
+      reject(transport_error(408,
+                             "request not received within --header-timeout (" +
+                                 format_number(limits_.header_timeout.count() / 1000.0) + " s)",
+                             "request_timeout"));
     } else {
       close_now();  // an idle keep-alive connection
     }

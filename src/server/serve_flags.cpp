@@ -2,27 +2,20 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
-#include <cstdio>
 
 #include "common/duration.h"
+#include "common/format_number.h"
 #include "server/tool_call_parser.h"
 #include "telemetry/smi_factory.h"
 
 namespace novaserve {
 namespace {
 
-// A flag's value as the user would write it ("0.001", "1.5"), not std::to_string's "0.001000".
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 Result<std::chrono::milliseconds> seconds_flag(const char* name, double s, bool allow_zero) {
   if (!std::isfinite(s) || s < 0 || (!allow_zero && s == 0) || s > 1e9) {
     return Err(ErrorCode::kInvalidInput, std::string(name) + " must be a " +
                                              (allow_zero ? "non-negative" : "positive") +
-                                             " number of seconds, got " + number(s));
+                                             " number of seconds, got " + format_number(s));
   }
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000.0)));
 }
@@ -136,7 +129,7 @@ Result<TelemetryOptions> to_telemetry_options(const ServeFlags& f, const SloOpti
   // Below 0.1 s a window holds too few requests for a P95, and each decision is a log line.
   if (!(f.governor_interval >= 0.1 && f.governor_interval <= 3600)) {
     return bad("--governor-interval must be in [0.1, 3600] seconds, got " +
-               number(f.governor_interval));
+               format_number(f.governor_interval));
   }
   NOVASERVE_RETURN_IF_ERROR(at_least("--governor-up-windows", f.governor_up_windows, 1, 1000));
   NOVASERVE_RETURN_IF_ERROR(at_least("--governor-down-windows", f.governor_down_windows, 1, 1000));
@@ -149,7 +142,7 @@ Result<TelemetryOptions> to_telemetry_options(const ServeFlags& f, const SloOpti
   g.config.slo_ttft_p95_seconds = static_cast<double>(slo.ttft_p95.count()) / 1e3;
   g.config.slo_itl_p95_seconds = static_cast<double>(slo.itl_p95.count()) / 1e3;
   if (!(f.governor_headroom > 0 && f.governor_headroom < 1)) {
-    return bad("--governor-headroom must be in (0, 1), got " + number(f.governor_headroom));
+    return bad("--governor-headroom must be in (0, 1), got " + format_number(f.governor_headroom));
   }
   if (t.governor) {
     if (t.smi == "off") return bad("--governor slo needs GPU telemetry, not --telemetry off");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/format_number.h"
 namespace novaserve {
 
 Status validate(const GovernorConfig& c) {
@@ -12,9 +13,7 @@ Status validate(const GovernorConfig& c) {
     return bad("--governor slo needs --slo-ttft-p95 or --slo-itl-p95");
   }
   if (!(c.headroom > 0 && c.headroom < 1)) {
-    char got[32];  // as typed ("1.5"), not std::to_string's "1.500000"
-    std::snprintf(got, sizeof got, "%g", c.headroom);
-    return bad(std::string("--governor-headroom must be in (0, 1), got ") + got);
+    return bad("--governor-headroom must be in (0, 1), got " + format_number(c.headroom));
   }
   if (c.up_windows < 1) return bad("--governor-up-windows must be >= 1");
   if (c.down_windows < 1) return bad("--governor-down-windows must be >= 1");

@@ -25,11 +25,10 @@
 // conflict-free staging stores made the difference at batch 256: each lane loading its own row
 // into registers reached 2,310 GB/s, the coalesced copies 3,080, and rows assigned to lanes so
 // that a quarter warp's fp16 stores hit 8 bank groups 3,631 in a scratch harness, 3,602 in the
-// GPU tests' bandwidth report (H200; docs/benchmarks.md).
-// The scales stay out of the fp16 operands, so no dequantized
-// value has to fit fp16 (a Q8_0 value reaches 127 * 65504): S^T is summed per 32-dim block and each
-// block's sum multiplied by its key's K scale in f32, and P^T is multiplied by the keys' V scales
-// (P <= 1, so P * scale fits) once per block of O^T's dims.
+// GPU tests' bandwidth report (H200; docs/benchmarks.md). The scales stay out of the fp16
+// operands, so no dequantized value has to fit fp16 (a Q8_0 value reaches 127 * 65504): S^T is
+// summed per 32-dim block and each block's sum multiplied by its key's K scale in f32, and P^T is
+// multiplied by the keys' V scales (P <= 1, so P * scale fits) once per block of O^T's dims.
 //
 // Numerics: q * scale * log2(e), P and P times each V scale are rounded to fp16 (relative error
 // <= 2^-11 each), the codes are exact, every sum is f32: NMSE ~1e-7 against the CPU on the same
