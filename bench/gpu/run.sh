@@ -31,6 +31,14 @@
 #               novaserve_gpu_* series after each load level (governor-metrics-QPS.txt; power
 #               against load at default clocks, for the simulator), and read-only nvidia-smi
 #               clock/power queries before and after (governor-clocks.txt: must not change).
+# --pipeline    GPU pipeline stages on GPU 0 (docs/multi-gpu.md) on the first model of --models:
+#               before the GPU tests, synthesizes it for GpuPipelineTest.SynthPresetsThroughTwoStages
+#               (and SynthPresetsMatchCpu) when --bench does not; then greedy `generate` through 1,
+#               2 and 3 stages (batch 1: one micro-batch, so the same text is expected), `bench`
+#               decode at batch 32 (prompt 1024, 128 generated) for 1 stage and 2 stages with
+#               micro-batching on and off, and `serve --pipeline-parallel 2` (and with
+#               --data-parallel 2: two pipelines on GPU 0) answering a completion (pipeline.md,
+#               pipeline-*.log).
 # --synth       times `novaserve synth` for llama3-8b and u15-lite-12b Q4_0 (synth.txt).
 # --seqs-sweep "N ..."  for the first model of --models: for each N, serve with --max-num-seqs N
 #               --max-num-batched-tokens 8192 and drive fin-qa open loop at --sweep-qps (default
@@ -84,7 +92,7 @@ usage() {
     "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
     "[--sweep-qps QPS] [--serve-start QPS] [--serve-max QPS] [--governor] [--ab OLD_BIN]" \
     "[--loadgen-timeout S] [--peer DIR] [--peer-serve-start QPS] [--peer-serve-max QPS]" \
-    "[--peer-only]" >&2
+    "[--peer-only] [--pipeline]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -93,6 +101,7 @@ esac
 OUT=$1
 shift
 SYNTH=0
+PIPELINE=0
 GOVERNOR=0
 E2E=0
 BENCH=0
@@ -115,6 +124,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --synth) SYNTH=1 ;;
     --governor) GOVERNOR=1 ;;
+    --pipeline) PIPELINE=1 ;;
     --e2e) E2E=1 ;;
     --bench) BENCH=1 ;;
     --serve) SERVE=1 ;;
@@ -234,12 +244,15 @@ if [ ! -x "$BIN" ] && [ $TESTS -eq 1 ]; then
 fi
 [ -x "$BIN" ] && ldd "$BIN" >"$OUT/ldd.txt" 2>&1
 
-# With --bench, synth models of the big presets for the GPU-vs-CPU test SynthPresetsMatchCpu.
+# With --bench, synth models of the big presets for the GPU-vs-CPU test SynthPresetsMatchCpu;
+# with --pipeline alone, the first model of --models.
 NS=$ROOT/bench/gpu/novaserve-carried.sh
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/synth.XXXXXX")
-if [ $BENCH -eq 1 ] && [ $TESTS -eq 1 ]; then
+if [ $TESTS -eq 1 ] && { [ $BENCH -eq 1 ] || [ $PIPELINE -eq 1 ]; }; then
   synth_models=
-  for preset in llama3-8b qwen2-7b u15-lite-12b; do
+  presets="llama3-8b qwen2-7b u15-lite-12b"
+  [ $BENCH -eq 0 ] && presets=${BENCH_MODELS%% *}
+  for preset in $presets; do
     "$NS" synth --preset "$preset" --type q4_0 -o "$scratch/$preset.gguf" 2>&1 |
       tee -a "$OUT/synth.txt"
     synth_models=${synth_models:+$synth_models:}$scratch/$preset.gguf
@@ -530,6 +543,52 @@ ab_model() {  # ab_model PRESET: OLD_BIN and the carried build interleaved, thre
   done
   python3 "$ROOT/bench/gpu/ab_summary.py" "$OUT" | tee "$OUT/ab.md" | tee -a "$OUT/summary.md"
 }
+pipeline_model() {  # pipeline_model PRESET: the --pipeline stage
+  local name=$1 m="$scratch/$1.gguf" port=18431 pid code
+  ensure_model "$name"
+  local prompt="The quick brown fox jumps over the lazy dog because"
+  {
+    echo "# GPU pipeline stages on one device: $name Q4_0"
+    echo
+    for flags in "" "--pipeline-parallel 2" "--pipeline-parallel 2 --micro-batching" \
+      "--pipeline-parallel 3"; do
+      # shellcheck disable=SC2086
+      timeout 120 "$NS" generate --device cuda --model "$m" --prompt "$prompt" -n 32 -t 0 \
+        $flags >"$OUT/pipeline-generate.out" 2>>"$OUT/pipeline-generate.log"
+      echo "generate ${flags:-(1 stage)}: exit $?, md5 $(md5sum <"$OUT/pipeline-generate.out" | cut -c1-12)"
+    done
+    echo
+    for flags in "" "--pipeline-parallel 2" "--pipeline-parallel 2 --micro-batching"; do
+      # shellcheck disable=SC2086
+      timeout 200 "$NS" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
+        $flags >"$OUT/pipeline-bench.out" 2>>"$OUT/pipeline-bench.log"
+      echo "bench batch 32 ${flags:-(1 stage)}: exit $?"
+      sed 's/^/    /' "$OUT/pipeline-bench.out"
+    done
+    echo
+    for flags in "--pipeline-parallel 2" "--pipeline-parallel 2 --data-parallel 2"; do
+      # shellcheck disable=SC2086
+      "$NS" serve --device cuda --model "$m" --port "$port" $flags >"$OUT/pipeline-serve.log" 2>&1 &
+      pid=$!
+      if wait_healthy "$port"; then
+        code=$(curl -s -o "$OUT/pipeline-serve-reply.json" -w '%{http_code}' \
+          "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
+          -d '{"prompt": "Hello", "max_tokens": 16, "temperature": 0}')
+        echo "serve $flags: POST /v1/completions answered HTTP $code; /health: $(curl -s \
+          "http://127.0.0.1:$port/health")"
+      else
+        echo "serve $flags: not healthy within 120 s"
+      fi
+      kill "$pid" 2>/dev/null
+      wait "$pid" 2>/dev/null
+      grep "novaserve pipeline:" "$OUT/pipeline-serve.log"
+    done
+  } >"$OUT/pipeline.md" 2>&1
+  tee -a "$OUT/summary.md" <"$OUT/pipeline.md"
+}
+if [ $PIPELINE -eq 1 ]; then
+  pipeline_model "${BENCH_MODELS%% *}"
+fi
 if [ -n "$AB_OLD" ]; then
   LD_LIBRARY_PATH="$ROOT/build-gpucarry/lib:$LD_LIBRARY_PATH" ab_model "${BENCH_MODELS%% *}"
 fi

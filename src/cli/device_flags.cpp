@@ -12,6 +12,7 @@
 #include "runtime/pipeline/cpu_pipeline.h"
 #if defined(NOVASERVE_WITH_GPU)
 #include "backend/gpu/platform/gpu_device_info.h"
+#include "runtime/gpu/gpu_pipeline.h"
 #include "runtime/gpu/gpu_runner.h"
 #endif
 
@@ -43,15 +44,17 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
            if (f.gpus.empty()) f.gpu_error = "--gpu needs at least one ordinal";
            if (!f.gpus.empty()) f.gpu = f.gpus.front();
          },
-         "GPU ordinal for --device cuda/hip; serve --data-parallel N takes a comma-separated "
-         "list, one entry per replica (an ordinal may repeat)")
+         "GPU ordinal for --device cuda/hip; --pipeline-parallel P takes a comma-separated "
+         "list, one entry per stage, and serve --data-parallel D one per stage of each replica "
+         "(D x P entries; an ordinal may repeat)")
       ->default_str("0");
   cmd.add_flag("--no-graphs", f.no_graphs,
                "launch GPU decode steps kernel by kernel instead of replaying CUDA/HIP graphs")
       ->each(given);
   const auto pipeline_given = [&f](const std::string&) { f.pipeline_flags_given = true; };
   cmd.add_option("--pipeline-parallel", f.pipeline_parallel,
-                 "pipeline stages: split the layers over N devices (CPU stages for now)")
+                 "pipeline stages: split the layers over N devices (the --gpu entries, or CPU "
+                 "stages)")
       ->capture_default_str();
   cmd.add_option("--layer-split", f.layer_split,
                  "layers per pipeline stage: auto (balance weights + KV per stage) or a list "
@@ -59,8 +62,8 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
       ->capture_default_str()
       ->each(pipeline_given);
   cmd.add_flag("--micro-batching,!--no-micro-batching", f.micro_batching,
-               "split a pipeline step's sequences into one micro-batch per stage (on by "
-               "default)")
+               "split a pipeline step's sequences into one micro-batch per stage (off by "
+               "default: the micro-batches do not overlap yet, docs/multi-gpu.md)")
       ->each(pipeline_given);
   if (with_memory_utilization) {
     cmd.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
@@ -88,12 +91,14 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
                "--device must be cpu, cuda or hip (got '" + f.device + "')");
   }
   if (!f.gpu_error.empty()) return Err(ErrorCode::kInvalidInput, f.gpu_error);
-  if (f.gpus.size() > 1) {
-    return Err(ErrorCode::kInvalidInput, "--gpu lists " + std::to_string(f.gpus.size()) +
-                                             " GPUs; only serve --data-parallel takes a list");
+  if (f.gpus.size() > 1 && static_cast<int64_t>(f.gpus.size()) != f.pipeline_parallel) {
+    return Err(ErrorCode::kInvalidInput,
+               "--gpu lists " + std::to_string(f.gpus.size()) + " GPUs; --pipeline-parallel " +
+                   std::to_string(f.pipeline_parallel) +
+                   " takes one per stage (serve --data-parallel D: D x that many)");
   }
-  if (f.gpu < 0 || f.gpu > 1024) {
-    return Err(ErrorCode::kInvalidInput, "--gpu must be in [0, 1024]");
+  for (const int64_t g : f.gpus.empty() ? std::vector<int64_t>{f.gpu} : f.gpus) {
+    if (g < 0 || g > 1024) return Err(ErrorCode::kInvalidInput, "--gpu must be in [0, 1024]");
   }
   if (!(f.gpu_memory_utilization > 0.0 && f.gpu_memory_utilization <= 1.0)) {
     return Err(ErrorCode::kInvalidInput, "--gpu-memory-utilization must be in (0, 1], got " +
@@ -106,11 +111,6 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
   if (f.pipeline_parallel == 1 && f.pipeline_flags_given) {
     return Err(ErrorCode::kInvalidInput,
                "--layer-split and --micro-batching apply to --pipeline-parallel > 1 only");
-  }
-  if (f.pipeline_parallel > 1 && f.device != "cpu") {
-    return Err(ErrorCode::kInvalidInput,
-               "--pipeline-parallel > 1 runs CPU stages only for now (GPU stages and the NCCL "
-               "transport are not implemented: docs/multi-gpu.md)");
   }
   if (f.device == "cpu") {
     if (f.gpu_flags_given) {
@@ -135,8 +135,26 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
     });
   }
 #if defined(NOVASERVE_WITH_GPU)
+  if (f.device == gpu::gpu_vendor() && f.pipeline_parallel > 1) {
+    const auto n = static_cast<size_t>(f.pipeline_parallel);
+    gpu::GpuPipelineDevices devices;
+    for (size_t s = 0; s < n; ++s) {
+      devices.ordinals.push_back(static_cast<int>(f.gpus.size() == n ? f.gpus[s] : f.gpu));
+      devices.utilization.push_back(f.gpu_utilizations.size() == n ? f.gpu_utilizations[s]
+                                                                   : f.gpu_memory_utilization);
+    }
+    devices.graphs = !f.no_graphs;
+    const PipelineConfig pipeline{f.pipeline_parallel, f.layer_split, f.micro_batching, 0};
+    return RunnerFactory(
+        [pipeline,
+         devices](std::shared_ptr<const GgufFile> file) -> Result<std::unique_ptr<ModelRunner>> {
+          auto runner = gpu::create_gpu_pipeline(std::move(file), pipeline, devices);
+          if (!runner.ok()) return runner.error();
+          return std::unique_ptr<ModelRunner>(std::move(runner.value()));
+        });
+  }
   if (f.device == gpu::gpu_vendor()) {
-    const gpu::GpuRunnerOptions options{static_cast<int>(f.gpu), !f.no_graphs};
+    const gpu::GpuRunnerOptions options{static_cast<int>(f.gpu), !f.no_graphs, {}};
     return RunnerFactory([options](std::shared_ptr<const GgufFile> file) {
       return gpu::create_gpu_runner(std::move(file), options);
     });
@@ -160,25 +178,32 @@ Status check_pipeline_split(const DeviceFlags& f, const GgufFile& file, uint64_t
 Result<std::vector<DeviceFlags>> replica_device_flags(const DeviceFlags& f, int64_t replicas) {
   if (!f.gpu_error.empty()) return Err(ErrorCode::kInvalidInput, f.gpu_error);
   if (!is_gpu_device(f)) return std::vector<DeviceFlags>(static_cast<size_t>(replicas), f);
+  const int64_t stages = std::max<int64_t>(f.pipeline_parallel, 1);
   std::vector<int64_t> ordinals = f.gpus;
-  if (ordinals.empty()) ordinals.assign(static_cast<size_t>(replicas), 0);
-  if (static_cast<int64_t>(ordinals.size()) != replicas) {
-    return Err(ErrorCode::kInvalidInput,
-               "--data-parallel " + std::to_string(replicas) +
-                   " x --pipeline-parallel 1 needs as many --gpu entries (got " +
-                   std::to_string(ordinals.size()) + ")");
+  if (ordinals.empty()) ordinals.assign(static_cast<size_t>(replicas * stages), 0);
+  if (static_cast<int64_t>(ordinals.size()) != replicas * stages) {
+    return Err(ErrorCode::kInvalidInput, "--data-parallel " + std::to_string(replicas) +
+                                             " x --pipeline-parallel " + std::to_string(stages) +
+                                             " needs as many --gpu entries (got " +
+                                             std::to_string(ordinals.size()) + ")");
   }
   std::vector<DeviceFlags> out;
-  for (size_t i = 0; i < ordinals.size(); ++i) {
-    const int64_t g = ordinals[i];
+  for (int64_t i = 0; i < replicas; ++i) {
+    const auto begin = ordinals.begin() + static_cast<long>(i * stages);
+    const auto end = begin + static_cast<long>(stages);
     DeviceFlags d = f;
-    d.gpu = g;
-    d.gpus = {g};
-    const auto sharing = std::count(ordinals.begin(), ordinals.end(), g);
-    // This entry's rank on its device (1 = first): what started before it is already in use.
-    const auto rank = std::count(ordinals.begin(), ordinals.begin() + static_cast<long>(i) + 1, g);
-    d.gpu_memory_utilization =
-        f.gpu_memory_utilization * static_cast<double>(rank) / static_cast<double>(sharing);
+    d.gpus.assign(begin, end);
+    d.gpu = d.gpus.front();
+    d.gpu_utilizations.clear();
+    for (const int64_t g : d.gpus) {
+      const auto sharing = std::count(ordinals.begin(), ordinals.end(), g);
+      // The device's entries up to this replica's last (1 = first): what started before it is
+      // already in use.
+      const auto rank = std::count(ordinals.begin(), end, g);
+      d.gpu_utilizations.push_back(f.gpu_memory_utilization * static_cast<double>(rank) /
+                                   static_cast<double>(sharing));
+    }
+    d.gpu_memory_utilization = d.gpu_utilizations.front();
     out.push_back(std::move(d));
   }
   return out;

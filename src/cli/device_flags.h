@@ -25,6 +25,9 @@ struct DeviceFlags {
   /// Every --gpu entry, in order (`serve --data-parallel N` takes one per replica); empty when
   /// --gpu was not given.
   std::vector<int64_t> gpus;
+  /// Per `gpus` entry, the --gpu-memory-utilization share of its device (replica_device_flags);
+  /// empty: gpu_memory_utilization for every entry.
+  std::vector<double> gpu_utilizations;
   std::string gpu_error;  ///< why --gpu did not parse (reported by device_runner_factory)
   bool no_graphs = false;
   double gpu_memory_utilization = 0.90;
@@ -32,7 +35,7 @@ struct DeviceFlags {
   bool gpu_flags_given = false;
   int64_t pipeline_parallel = 1;      ///< --pipeline-parallel: stages (1 = no pipeline)
   std::string layer_split = "auto";   ///< --layer-split: auto or per-stage layer counts
-  bool micro_batching = true;         ///< --micro-batching / --no-micro-batching
+  bool micro_batching = false;        ///< --micro-batching / --no-micro-batching
   bool pipeline_flags_given = false;  ///< --layer-split or --(no-)micro-batching appeared
 };
 
@@ -40,13 +43,14 @@ struct DeviceFlags {
 /// `with_memory_utilization` (commands whose KV pool is sized by the engine).
 void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilization);
 
-/// The device flags of each of `replicas` (>= 1) data-parallel replicas: replica i runs on
-/// --gpu entry i (GPU 0 for all when --gpu was not given), and every entry naming a device takes
-/// an equal part u / k of its --gpu-memory-utilization u. The engines start in order and a
-/// runner's KV budget counts all the device memory already in use (vLLM's rule), so the j-th
-/// entry (from 1) of a device gets the cumulative share u * j / k. On the CPU, `replicas` copies
-/// of `f`. Errors: kInvalidInput when a
-/// --gpu list was given and its length is not replicas x 1 pipeline stage.
+/// The device flags of each of `replicas` (>= 1) data-parallel replicas of P =
+/// --pipeline-parallel stages: replica i runs on --gpu entries i*P .. i*P+P-1, one per stage (GPU
+/// 0 for all when --gpu was not given), and every entry naming a device takes an equal part
+/// u / k of its --gpu-memory-utilization u. The engines start in order and a runner's KV budget
+/// counts all the device memory already in use (vLLM's rule), so an entry gets the cumulative
+/// share u * j / k, j counting the device's entries up to the end of its replica (the stages of
+/// one pipeline on one device share one budget). On the CPU, `replicas` copies of `f`. Errors:
+/// kInvalidInput when a --gpu list was given and its length is not replicas x P.
 Result<std::vector<DeviceFlags>> replica_device_flags(const DeviceFlags& f, int64_t replicas);
 
 /// Whether --device names a GPU backend.
@@ -60,17 +64,18 @@ inline bool is_gpu_device(const DeviceFlags& f) {
 Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string& name);
 
 /// The runner factory of --device: LlamaModel on a CpuBackend of `cpu_threads` threads (0 = all
-/// cores) for cpu, the GPU runner for cuda/hip; with --pipeline-parallel N > 1 (CPU only), a
-/// PipelineRunner of N CPU stages (runtime/pipeline/cpu_pipeline.h) whose auto split counts
-/// `kv_bytes` of KV pool (the engine's --kv-cache-memory; 0 where it is not known ahead). The one
-/// place that constructs a concrete backend for the engine; the caller checks `cpu_threads` >= 0.
+/// cores) for cpu, the GPU runner for cuda/hip; with --pipeline-parallel N > 1, a
+/// PipelineRunner of N stages: CPU stages (runtime/pipeline/cpu_pipeline.h) whose auto split
+/// counts `kv_bytes` of KV pool (the engine's --kv-cache-memory; 0 where it is not known ahead),
+/// or GPU stages on the --gpu entries (runtime/gpu/gpu_pipeline.h). The one place that
+/// constructs a concrete backend for the engine; the caller checks `cpu_threads` >= 0.
 /// Errors: kInvalidInput for an unknown device, a negative --gpu, a --gpu-memory-utilization
 /// outside (0, 1], GPU-only flags with --device cpu (they would do nothing), a
-/// --pipeline-parallel outside [1, 1024] or above 1 on a GPU (not implemented yet), pipeline
-/// flags without --pipeline-parallel > 1, a GPU backend this binary was built without (naming
-/// the CMake preset that builds it), or a --gpu list of more than one entry (only
-/// replica_device_flags() splits one). The factory's own errors include a --layer-split that does
-/// not fit the model (one line: parse_layer_split).
+/// --pipeline-parallel outside [1, 1024], pipeline flags without --pipeline-parallel > 1, a GPU
+/// backend this binary was built without (naming the CMake preset that builds it), or a --gpu
+/// list of more than one entry whose length is not --pipeline-parallel (serve --data-parallel
+/// splits a longer one first: replica_device_flags()). The factory's own errors include a
+/// --layer-split that does not fit the model (one line: parse_layer_split).
 Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads,
                                             uint64_t kv_bytes = 0);
 

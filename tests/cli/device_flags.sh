@@ -49,8 +49,8 @@ done
 expect_exit2 "generate: --no-graphs with --device cpu" "$BIN" generate --model "$MODEL" \
   --prompt hi -n 2 --device cpu --no-graphs
 
-# Data-parallel replicas (docs/multi-gpu.md): one --gpu entry per replica, checked before the
-# device; a list is for serve --data-parallel only.
+# Data-parallel replicas (docs/multi-gpu.md): one --gpu entry per stage of each replica,
+# checked before the device; a list is for pipeline stages and serve --data-parallel only.
 expect_exit2 "serve: --data-parallel 2 with one --gpu entry" "$BIN" serve --model "$MODEL" \
   --port 0 --device cuda --data-parallel 2 --gpu 0 &&
   { grep -q "data-parallel 2 x --pipeline-parallel 1 needs as many --gpu entries (got 1)" \
@@ -62,7 +62,12 @@ expect_exit2 "serve: a --gpu list entry that is no number" "$BIN" serve --model 
   { grep -q "comma-separated list" "$TMP/err" || fail "serve --gpu 0,x: message"; }
 expect_exit2 "generate: a --gpu list" "$BIN" generate --model "$MODEL" --prompt hi -n 2 \
   --device cuda --gpu 0,1 &&
-  { grep -q "only serve --data-parallel takes a list" "$TMP/err" || fail "generate --gpu 0,1"; }
+  { grep -q "pipeline-parallel 1 takes one per stage" "$TMP/err" || fail "generate --gpu 0,1"; }
+expect_exit2 "serve: --data-parallel 2 x --pipeline-parallel 2 with three --gpu entries" "$BIN" \
+  serve --model "$MODEL" --port 0 --device cuda --data-parallel 2 --pipeline-parallel 2 \
+  --gpu 0,1,0 &&
+  { grep -q "data-parallel 2 x --pipeline-parallel 2 needs as many --gpu entries (got 3)" \
+    "$TMP/err" || fail "serve --data-parallel 2 --pipeline-parallel 2 --gpu 0,1,0: message"; }
 
 # --device cpu (and the auto KV type) still generate.
 "$BIN" generate --model "$MODEL" --prompt "The capital of France is" -n 4 -t 0 --device cpu \

@@ -32,15 +32,17 @@ for cmd in generate bench serve; do
   expect_exit2 "$cmd: --pipeline-parallel 0" "$BIN" $cmd "${args[@]}" --pipeline-parallel 0
   expect_exit2 "$cmd: --layer-split without a pipeline" "$BIN" $cmd "${args[@]}" \
     --layer-split 30
-  expect_exit2 "$cmd: GPU stages" "$BIN" $cmd "${args[@]}" --device cuda --pipeline-parallel 2 &&
-    { grep -q "CPU stages only" "$TMP/err" || fail "$cmd: GPU-stage message"; }
+  expect_exit2 "$cmd: a --gpu list longer than the stages" "$BIN" $cmd "${args[@]}" \
+    --device cuda --pipeline-parallel 2 --gpu 0,0,0 &&
+    { grep -Eq "pipeline-parallel 2 (takes one per stage|needs as many --gpu entries)" "$TMP/err" ||
+      fail "$cmd: --gpu message"; }
 done
 
 prompt="The capital of France is"
 "$BIN" generate --model "$MODEL" --prompt "$prompt" -n 8 -t 0 >"$TMP/one" 2>/dev/null ||
   fail "generate (one stage) exited $?"
 for flags in "--pipeline-parallel 2" "--pipeline-parallel 3 --layer-split 8,12,10" \
-  "--pipeline-parallel 3 --no-micro-batching"; do
+  "--pipeline-parallel 3 --micro-batching" "--pipeline-parallel 2 --no-micro-batching"; do
   # shellcheck disable=SC2086
   "$BIN" generate --model "$MODEL" --prompt "$prompt" -n 8 -t 0 $flags >"$TMP/pipe" \
     2>"$TMP/err" || fail "generate $flags exited $?"

@@ -50,23 +50,9 @@ std::unique_ptr<ModelRunner> cpu_runner(std::shared_ptr<const GgufFile> f) {
 }
 
 std::unique_ptr<ModelRunner> gpu_runner(std::shared_ptr<const GgufFile> f, bool graphs) {
-  auto m = create_gpu_runner(std::move(f), GpuRunnerOptions{0, graphs});
+  auto m = create_gpu_runner(std::move(f), GpuRunnerOptions{0, graphs, {}});
   EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
   return m.ok() ? std::move(m.value()) : nullptr;
-}
-
-// `n` prompts of mixed lengths in [1, max_len] of random ids in [1, n_vocab).
-std::vector<std::vector<int32_t>> random_prompts(int n, int max_len, int64_t n_vocab,
-                                                 uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> len(1, max_len);
-  std::uniform_int_distribution<int32_t> id(1, static_cast<int32_t>(n_vocab - 1));
-  std::vector<std::vector<int32_t>> p(n);
-  for (auto& v : p) {
-    v.resize(len(rng));
-    for (int32_t& t : v) t = id(rng);
-  }
-  return p;
 }
 
 void report(const char* what, const LockstepReport& r) {

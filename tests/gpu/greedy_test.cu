@@ -74,7 +74,7 @@ TEST_F(GreedyTest, ArgmaxRowsMatchesTheSamplerScan) {
 // Runs decode steps of `n` sequences on a tiny model; `greedy(i)` says which ask for greedy.
 struct DecodeRig {
   DecodeRig(std::shared_ptr<const GgufFile> file, bool graphs, int32_t n) : n(n) {
-    auto m = create_gpu_runner(std::move(file), GpuRunnerOptions{0, graphs});
+    auto m = create_gpu_runner(std::move(file), GpuRunnerOptions{0, graphs, {}});
     EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
     runner = std::move(m.value());
     auto c = PagedKvCache::create(runner->config(), n * kBlocks, kBlockSize, GgmlType::kF16,

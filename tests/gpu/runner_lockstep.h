@@ -28,6 +28,20 @@
 
 namespace novaserve::gpu::test {
 
+/// `n` prompts of mixed lengths in [1, max_len] of random ids in [1, n_vocab).
+inline std::vector<std::vector<int32_t>> random_prompts(int n, int max_len, int64_t n_vocab,
+                                                        uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> len(1, max_len);
+  std::uniform_int_distribution<int32_t> id(1, static_cast<int32_t>(n_vocab - 1));
+  std::vector<std::vector<int32_t>> p(n);
+  for (auto& v : p) {
+    v.resize(len(rng));
+    for (int32_t& t : v) t = id(rng);
+  }
+  return p;
+}
+
 /// One runner's side: its KV pool, block tables and token histories.
 class LockstepLane {
  public:

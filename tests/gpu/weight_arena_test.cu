@@ -82,7 +82,7 @@ TEST_F(WeightArenaTest, LoadsEveryTensorByteForByteAtAlignedOffsets) {
   // One buffer, a ring of two and of four smaller than most tensors, a chunk size that is not a
   // multiple of anything, and the defaults.
   const std::vector<WeightArenaOptions> options = {
-      {size_t{1} << 20, 1}, {4096, 2}, {3 * 4096 + 17, 3}, {1000, 4}, {}};
+      {size_t{1} << 20, 1, {}}, {4096, 2, {}}, {3 * 4096 + 17, 3, {}}, {1000, 4, {}}, {}};
   for (const WeightArenaOptions& opt : options) {
     SCOPED_TRACE("staging " + std::to_string(opt.staging_bytes) + " x " +
                  std::to_string(opt.n_staging));
@@ -128,12 +128,46 @@ TEST_F(WeightArenaTest, LoadsEveryTensorByteForByteAtAlignedOffsets) {
   }
 }
 
+// A pipeline stage loads only the tensors its filter accepts (WeightArenaOptions::include):
+// every other tensor has no device address, and the arena is as large as the accepted ones.
+TEST_F(WeightArenaTest, LoadsOnlyTheTensorsTheFilterAccepts) {
+  SCOPED_TRACE(seed_note());
+  const TempGguf gguf(kTensors, rng_);
+  auto file = GgufFile::open(gguf.path());
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  const auto& infos = (*file)->tensors();
+  ASSERT_GE(infos.size(), 2u);
+  const std::string skipped = infos[0].name;
+  WeightArenaOptions opt;
+  opt.include = [&skipped](std::string_view name) { return name != skipped; };
+  auto arena = WeightArena::load(**file, stream_, opt);
+  ASSERT_TRUE(arena.ok()) << arena.error().message;
+  EXPECT_EQ((*arena)->stats().n_tensors, infos.size() - 1);
+  uint64_t used = 0;
+  for (const auto& t : infos) {
+    const uint8_t* host = (*file)->tensor_data(t);
+    if (t.name == skipped) {
+      EXPECT_EQ((*arena)->tensor(t.name), nullptr);
+      EXPECT_EQ((*arena)->device_address(host), nullptr);
+      continue;
+    }
+    used += t.nbytes;
+    const auto* dev = static_cast<const uint8_t*>((*arena)->tensor(t.name));
+    ASSERT_NE(dev, nullptr) << t.name;
+    EXPECT_EQ((*arena)->device_address(host), dev) << t.name;
+    std::vector<uint8_t> back(t.nbytes);
+    ASSERT_EQ(cudaMemcpy(back.data(), dev, t.nbytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(std::memcmp(back.data(), host, t.nbytes), 0) << t.name;
+  }
+  EXPECT_EQ((*arena)->stats().used_bytes, used);
+}
+
 TEST_F(WeightArenaTest, MapsHostTensorPointersToDeviceAddresses) {
   SCOPED_TRACE(seed_note());
   const TempGguf gguf(kTensors, rng_);
   auto file = GgufFile::open(gguf.path());
   ASSERT_TRUE(file.ok()) << file.error().message;
-  auto arena = WeightArena::load(**file, stream_, {4096, 2});
+  auto arena = WeightArena::load(**file, stream_, {4096, 2, {}});
   ASSERT_TRUE(arena.ok()) << arena.error().message;
   for (const auto& t : (*file)->tensors()) {
     const uint8_t* host = (*file)->tensor_data(t);
@@ -179,7 +213,8 @@ TEST(WeightArenaArgs, EmptyFileAndBadOptions) {
   EXPECT_EQ(gpu_alloc_counters().device_allocs, before.device_allocs);
 
   for (const WeightArenaOptions& bad :
-       {WeightArenaOptions{4096, 0}, WeightArenaOptions{4096, 9}, WeightArenaOptions{0, 2}}) {
+       {WeightArenaOptions{4096, 0, {}}, WeightArenaOptions{4096, 9, {}},
+        WeightArenaOptions{0, 2, {}}}) {
     auto r = WeightArena::load(**file, nullptr, bad);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, ErrorCode::kInvalidInput);

@@ -57,20 +57,35 @@ Status map_matrix(WeightMatrix& w, const WeightArena& arena, const std::string& 
 }  // namespace
 
 Result<DeviceWeights> DeviceWeights::create(const ModelWeights& host, const ModelConfig& config,
-                                            const WeightArena& arena, cudaStream_t stream) {
+                                            const WeightArena& arena, cudaStream_t stream,
+                                            LayerRange range) {
   DeviceWeights d;
   d.tok_embd = host.tok_embd;
   d.output = host.output;
   d.output_norm = host.output_norm;
   d.layers = host.layers;
-  NOVASERVE_RETURN_IF_ERROR(map_matrix(d.tok_embd, arena, "token_embd.weight"));
-  NOVASERVE_RETURN_IF_ERROR(map_matrix(d.output, arena, "output.weight"));
+  const bool first = range.first == 0, last = range.last == config.n_layer;
+  if (first) {
+    NOVASERVE_RETURN_IF_ERROR(map_matrix(d.tok_embd, arena, "token_embd.weight"));
+  } else {
+    d.tok_embd.data = nullptr;
+  }
+  if (last) {
+    NOVASERVE_RETURN_IF_ERROR(map_matrix(d.output, arena, "output.weight"));
+  } else {
+    d.output.data = nullptr;
+    d.output_norm = nullptr;
+  }
   const int64_t n_embd = host.tok_embd.n_in;
   const int64_t head_dim = config.head_dim;
   VectorPacker packer;
   packer.add(&d.output_norm, n_embd);
   for (size_t il = 0; il < d.layers.size(); ++il) {
     LayerWeights& l = d.layers[il];
+    if (static_cast<int64_t>(il) < range.first || static_cast<int64_t>(il) >= range.last) {
+      l = LayerWeights{};  // another stage's layer: nothing of it is on this device
+      continue;
+    }
     const std::string p = "blk." + std::to_string(il) + ".";
     // phi3's q/k/v and gate/up are row ranges of attn_qkv and ffn_up: name the file's tensor.
     const bool fused = config.fused_qkv_gate_up;

@@ -12,6 +12,7 @@ Result<F16Weights> F16Weights::create(const DeviceWeights& w, cudaStream_t strea
   // (matrix, slot) pairs; slots are filled once the buffer exists.
   std::vector<std::pair<const WeightMatrix*, const __half**>> todo;
   auto add = [&](const WeightMatrix& m, const __half** slot) {
+    if (m.data == nullptr) return;  // not on this device (another pipeline stage's)
     if (m.type == GgmlType::kF16) {
       *slot = static_cast<const __half*>(m.data);
     } else {

@@ -9,6 +9,7 @@
 #include "model/forward_check.h"
 #include "model/model_weights.h"
 #include "runtime/gpu/gpu_llama_runner.h"
+#include "runtime/pipeline/layer_split.h"
 
 namespace novaserve::gpu {
 
@@ -63,6 +64,15 @@ Result<std::unique_ptr<GpuLlamaRunner>> GpuLlamaRunner::create(std::shared_ptr<c
                "model has " +
                    std::to_string(config->head_dim) + ")");
   }
+  const int64_t n_layer = config->n_layer;
+  LayerRange range = options.layers;
+  if (range.first == 0 && range.last == 0) range.last = n_layer;
+  if (range.first < 0 || range.first >= range.last || range.last > n_layer) {
+    return Err(ErrorCode::kInvalidInput, "GPU runner layers [" + std::to_string(range.first) +
+                                             ", " + std::to_string(range.last) +
+                                             ") are not within [0, " + std::to_string(n_layer) +
+                                             ")");
+  }
   auto host_weights = ModelWeights::from_gguf(*file, *config);
   if (!host_weights.ok()) return host_weights.error();
 
@@ -70,18 +80,32 @@ Result<std::unique_ptr<GpuLlamaRunner>> GpuLlamaRunner::create(std::shared_ptr<c
   r->file_ = std::move(file);
   r->config_ = std::move(config.value());
   r->options_ = options;
+  r->range_ = range;
   cudaDeviceProp prop{};
   NOVASERVE_GPU_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
   r->device_name_ = prop.name;
   r->n_sm_ = prop.multiProcessorCount;
   NOVASERVE_GPU_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking));
 
-  auto arena = WeightArena::load(*r->file_, r->stream_);
+  WeightArenaOptions arena_options;
+  const bool whole = range.first == 0 && range.last == n_layer;
+  if (!whole) {  // a pipeline stage: only its layers (and the embedding or head) on this device
+    const bool tied_head = r->file_->find_tensor("output.weight") == nullptr;
+    arena_options.include = [range, n_layer, tied_head](std::string_view name) {
+      return stage_holds_tensor(name, range, n_layer, tied_head);
+    };
+  }
+  auto arena = WeightArena::load(*r->file_, r->stream_, arena_options);
   if (!arena.ok()) return arena.error();
   r->arena_ = std::move(arena.value());
-  std::fprintf(stderr, "novaserve gpu: %s:%d %s, weights %s\n", gpu_vendor(), options.device,
-               r->device_name_.c_str(), r->arena_->summary().c_str());
-  auto dw = DeviceWeights::create(*host_weights, r->config_, *r->arena_, r->stream_);
+  std::fprintf(
+      stderr, "novaserve gpu: %s:%d %s%s, weights %s\n", gpu_vendor(), options.device,
+      r->device_name_.c_str(),
+      whole ? ""
+            : (", layers [" + std::to_string(range.first) + ", " + std::to_string(range.last) + ")")
+                  .c_str(),
+      r->arena_->summary().c_str());
+  auto dw = DeviceWeights::create(*host_weights, r->config_, *r->arena_, r->stream_, range);
   if (!dw.ok()) return dw.error();
   r->w_ = std::move(dw.value());
   auto mm = GpuMatmul::create(r->stream_);
@@ -113,13 +137,14 @@ Status GpuLlamaRunner::repack_q4_0() {
   std::vector<WeightMatrix*> todo;
   for (LayerWeights& l : w_.layers) {
     for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      if (m->type == GgmlType::kQ4_0) todo.push_back(m);
+      if (m->data != nullptr && m->type == GgmlType::kQ4_0) todo.push_back(m);
     }
   }
   const auto bytes_of = [](const WeightMatrix& m) {
     return *ggml_row_bytes(m.type, m.n_in) * static_cast<size_t>(m.n_out);
   };
-  if (w_.output.type == GgmlType::kQ4_0) {
+  if (w_.output.data != nullptr && w_.output.type == GgmlType::kQ4_0) {
+    // A stage with the tied head but not the embedding has the table to itself: repack in place.
     if (w_.output.data == w_.tok_embd.data) {
       // Tied to the embedding table, whose lookup reads ggml's layout: repack a copy.
       NOVASERVE_RETURN_IF_ERROR(tied_output_.reset(bytes_of(w_.output), "Q4_0 output copy"));
@@ -150,6 +175,7 @@ void GpuLlamaRunner::register_matrices() {
   static const F16Weights::Layer kNoF16;  // without BLAS (HIP) every matmul is a GEMV
   for (size_t il = 0; il < w_.layers.size(); ++il) {
     const LayerWeights& l = w_.layers[il];
+    if (l.wq.data == nullptr) continue;  // another pipeline stage's layer
     const F16Weights::Layer& l16 = w16_.layers.empty() ? kNoF16 : w16_.layers[il];
     backend_->add_matrix(l.wq, l16.wq, ProfOp::kMatmulQkv);
     backend_->add_matrix(l.wk, l16.wk, ProfOp::kMatmulQkv);
@@ -159,7 +185,8 @@ void GpuLlamaRunner::register_matrices() {
     backend_->add_matrix(l.w_up, l16.w_up, ProfOp::kMatmulGateUp);
     backend_->add_matrix(l.w_down, l16.w_down, ProfOp::kMatmulDown);
   }
-  backend_->add_matrix(w_.output, w16_.output, ProfOp::kMatmulOutput);
+  if (w_.output.data != nullptr)
+    backend_->add_matrix(w_.output, w16_.output, ProfOp::kMatmulOutput);
 }
 
 GpuLlamaRunner::~GpuLlamaRunner() {
@@ -171,8 +198,12 @@ GpuLlamaRunner::~GpuLlamaRunner() {
 }
 
 std::string GpuLlamaRunner::describe() const {
-  return std::string(gpu_vendor()) + ":" + std::to_string(options_.device) + " " + device_name_ +
-         ", graphs " + (options_.graphs ? "on" : "off");
+  std::string s = std::string(gpu_vendor()) + ":" + std::to_string(options_.device) + " " +
+                  device_name_ + ", graphs " + (options_.graphs ? "on" : "off");
+  if (range_.first != 0 || range_.last != config_.n_layer) {
+    s += ", layers [" + std::to_string(range_.first) + ", " + std::to_string(range_.last) + ")";
+  }
+  return s;
 }
 
 Status GpuLlamaRunner::ensure(int64_t rows, int64_t logit_rows, int64_t seqs, int64_t pages) {
@@ -246,6 +277,7 @@ Status GpuLlamaRunner::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_c
   if (max_rows < 1 || max_seqs < 1 || max_context < 1 || block_size < 1) {
     return Err(ErrorCode::kInvalidInput, "GPU reserve: limits must be >= 1");
   }
+  NOVASERVE_GPU_RETURN_IF_ERROR(cudaSetDevice(options_.device));
   if (max_context > max_context_) {
     max_context_ = max_context;
     backend_->set_max_context(max_context_);
@@ -255,12 +287,15 @@ Status GpuLlamaRunner::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_c
   const int64_t seqs = decode_bucket(static_cast<int32_t>(max_seqs));
   const int64_t rows = std::max(max_rows, seqs);
   const int64_t pages = seqs * ((max_context + block_size - 1) / block_size);
-  return ensure(rows, seqs, seqs, pages);
+  return ensure(rows, has_head() ? seqs : 0, seqs, pages);
 }
 
 std::optional<uint64_t> GpuLlamaRunner::kv_memory_budget(double utilization) const {
   size_t free_bytes = 0, total_bytes = 0;
-  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return uint64_t{0};
+  if (cudaSetDevice(options_.device) != cudaSuccess ||
+      cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    return uint64_t{0};
+  }
   // What this process (and any other) already holds counts against the share, as in vLLM's
   // --gpu-memory-utilization.
   const double budget = utilization * static_cast<double>(total_bytes) -
@@ -269,6 +304,7 @@ std::optional<uint64_t> GpuLlamaRunner::kv_memory_budget(double utilization) con
 }
 
 Result<KvPoolMemory> GpuLlamaRunner::allocate_kv(uint64_t bytes) {
+  NOVASERVE_GPU_RETURN_IF_ERROR(cudaSetDevice(options_.device));
   DeviceBuffer k, v;
   NOVASERVE_RETURN_IF_ERROR(k.reset(bytes, "KV pool (K)"));
   NOVASERVE_RETURN_IF_ERROR(v.reset(bytes, "KV pool (V)"));
@@ -286,6 +322,8 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
   auto rows = check_forward(seqs, config_);
   if (!rows.ok()) return rows.error();
   if (rows->n_rows == 0) return {};
+  // Every call sets it: stages and replicas on other devices share the engine's threads.
+  NOVASERVE_GPU_RETURN_IF_ERROR(cudaSetDevice(options_.device));
   const KvSequenceView& kv0 = seqs[0].kv;
   pool_ = KvPool{kv0.k, kv0.v, kv0.layer_stride, kv0.block_size, kv0.type};
   if (!paged_kv_type_supported(pool_.type)) {
@@ -320,7 +358,8 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
     graphs_.clear();
   }
   NOVASERVE_RETURN_IF_ERROR(ensure(std::max<int64_t>(rows->n_rows, padded),
-                                   std::max<int64_t>(rows->n_logit_rows, padded), padded, pages));
+                                   has_head() ? std::max<int64_t>(rows->n_logit_rows, padded) : 0,
+                                   padded, pages));
   if (!(pool_ == graph_pool_) || mode != graph_act_quant_) {
     graphs_.clear();
     graph_pool_ = pool_;
@@ -370,6 +409,12 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
                    static_cast<double>(made->kernels) / std::max<int64_t>(1, config().n_layer));
     }
   }
+  if (!has_head()) {  // a pipeline stage before the last: the hidden state stays on the device
+    logits_on_host_ = false;
+    std::fill(seq_greedy_.begin(), seq_greedy_.end(), uint8_t{0});
+    NOVASERVE_RETURN_IF_ERROR(gpu_status(cudaStreamSynchronize(stream_), "forward step"));
+    return prof_.end_step();
+  }
   NOVASERVE_GPU_RETURN_IF_ERROR(cudaMemcpyAsync(
       host_greedy_ids_.get(), ws_.greedy_ids.get(),
       static_cast<size_t>(rows->n_logit_rows) * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
@@ -395,6 +440,7 @@ Status GpuLlamaRunner::enqueue_step() {
   in.logit_rows = in.n_logit_rows != in.n_rows ? in_.logit_rows() : nullptr;
   in.attention = AttentionStep{attn_seqs_.data(), static_cast<int32_t>(attn_seqs_.size()),
                                in_.n_rows(), in_.max_new(), forward_->attention_shape()};
+  in.kv_first_layer = range_.first;  // a stage's pool holds only its layers
   ForwardBuffers buf;
   buf.x = ws_.x.get<float>();
   buf.h = ws_.h.get<float>();
@@ -409,8 +455,36 @@ Status GpuLlamaRunner::enqueue_step() {
   buf.rope_table = ws_.rope_table.get<float>();
   buf.head_in = ws_.final_h.get<float>();
   buf.logits = ws_.logits.get<float>();
-  buf.greedy_ids = ws_.greedy_ids.get<int32_t>();
-  return forward_->run(*backend_, in, buf, LayerRange{0, config_.n_layer}, act_quant_);
+  buf.greedy_ids = has_head() ? ws_.greedy_ids.get<int32_t>() : nullptr;
+  return forward_->run(*backend_, in, buf, range_, act_quant_);
+}
+
+Result<float*> GpuLlamaRunner::hidden_input(int64_t n_rows) {
+  NOVASERVE_GPU_RETURN_IF_ERROR(cudaSetDevice(options_.device));
+  // A decode step of n rows is padded to its bucket; those rows are computed too, so they must
+  // hold finite values.
+  const int64_t padded = std::max<int64_t>(n_rows, decode_bucket(static_cast<int32_t>(n_rows)));
+  NOVASERVE_RETURN_IF_ERROR(ensure(padded, 0, 0, 0));
+  float* x = ws_.x.get<float>();
+  if (padded > n_rows) {
+    NOVASERVE_GPU_RETURN_IF_ERROR(cudaMemsetAsync(
+        x + n_rows * config_.n_embd, 0,
+        static_cast<size_t>((padded - n_rows) * config_.n_embd) * sizeof(float), stream_));
+  }
+  return x;
+}
+
+GpuLlamaRunner::Memory GpuLlamaRunner::memory() const {
+  Memory m;
+  m.weights = arena_->stats().reserved_bytes + w_.vectors.bytes() + w16_.storage.bytes() +
+              tied_output_.bytes();
+  for (const DeviceBuffer& p : kv_pools_) m.kv += p.bytes();
+  for (const DeviceBuffer* b : {&ws_.x, &ws_.h, &ws_.o, &ws_.q, &ws_.attn, &ws_.k, &ws_.v,
+                                &ws_.gate, &ws_.up, &ws_.act, &ws_.rope_table, &ws_.final_h,
+                                &ws_.logits, &ws_.attn_split, &ws_.greedy_ids, &ws_.act_q8}) {
+    m.workspace += b->bytes();
+  }
+  return m;
 }
 
 std::optional<int32_t> GpuLlamaRunner::greedy_token(size_t seq) const {

@@ -59,6 +59,28 @@ class GpuLlamaRunner final : public ModelRunner {
   std::optional<uint64_t> kv_memory_budget(double utilization) const override;
   Result<KvPoolMemory> allocate_kv(uint64_t bytes) override;
 
+  /// The layers this runner runs (GpuRunnerOptions::layers; the whole model by default).
+  LayerRange layers() const { return range_; }
+  /// The device ordinal and the stream every op of a step is issued on.
+  int device() const { return options_.device; }
+  cudaStream_t stream() const { return stream_; }
+  /// Where the next forward() reads its input hidden state, for a runner whose range starts
+  /// after layer 0: the residual stream, [n_rows][n_embd] f32 on the device, grown (allocating)
+  /// to n_rows if needed; the padding rows of a decode bucket beyond n_rows are zeroed on the
+  /// stream. Errors: kInternal for a failed allocation.
+  Result<float*> hidden_input(int64_t n_rows);
+  /// The residual stream the last forward() left, [n_rows][n_embd] f32 on the device: the
+  /// hidden state a range that ends before n_layer hands on.
+  const float* hidden_output() const { return ws_.x.get<float>(); }
+
+  /// Device memory this runner holds, in bytes.
+  struct Memory {
+    uint64_t weights = 0;    ///< the arena, its f32 vectors, fp16 GEMM copies, a tied head's copy
+    uint64_t kv = 0;         ///< the KV pools (allocate_kv), K and V
+    uint64_t workspace = 0;  ///< step buffers and the split-K partials
+  };
+  Memory memory() const;
+
  private:
   // Step workspaces, [rows][width] f32 each (logits: [logit rows][n_vocab]).
   struct Workspace {
@@ -85,12 +107,16 @@ class GpuLlamaRunner final : public ModelRunner {
   Status ensure(int64_t rows, int64_t logit_rows, int64_t seqs, int64_t pages);
   // Tells the backend each matrix's fp16 copy and profiler bucket.
   void register_matrices();
-  // Launches the whole step (LlamaForward over the backend) for the current step inputs.
+  // Launches the step (LlamaForward over the backend, layers range_) for the current step
+  // inputs.
   Status enqueue_step();
+  // Whether this runner computes the logits (its range ends at the last layer).
+  bool has_head() const { return range_.last == config_.n_layer; }
 
   std::shared_ptr<const GgufFile> file_;
   ModelConfig config_;
   GpuRunnerOptions options_;
+  LayerRange range_;  // options_.layers resolved: [0, n_layer) by default
   std::string device_name_;
   int32_t n_sm_ = 1;
   cudaStream_t stream_ = nullptr;

@@ -10,6 +10,7 @@
 
 #include "common/result.h"
 #include "gguf/gguf_file.h"
+#include "model/llama_forward.h"
 #include "model/model_runner.h"
 
 namespace novaserve::gpu {
@@ -18,6 +19,9 @@ namespace novaserve::gpu {
 struct GpuRunnerOptions {
   int device = 0;      ///< --gpu N: device ordinal
   bool graphs = true;  ///< capture decode steps as graphs, one per batch bucket
+  /// The layers this runner runs: {0, 0} (the default) is the whole model; a pipeline stage
+  /// (gpu_stage.h) names its range, and then only that range's weights are loaded.
+  LayerRange layers;
 };
 
 /// Loads `file`'s weights onto the device and returns the runner. Logs the weight arena

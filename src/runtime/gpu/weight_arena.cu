@@ -53,21 +53,23 @@ Result<std::unique_ptr<WeightArena>> WeightArena::load(const GgufFile& file, cud
   std::unique_ptr<WeightArena> arena(new WeightArena());
   const auto& infos = file.tensors();
   uint64_t end = 0;
-  for (size_t i = 0; i < infos.size(); ++i) {
+  for (const GgufTensorInfo& info : infos) {
+    if (options.include && !options.include(info.name)) continue;
     Entry e;
-    e.host = file.tensor_data(infos[i]);
-    e.nbytes = infos[i].nbytes;
+    e.host = file.tensor_data(info);
+    e.nbytes = info.nbytes;
     e.offset = align_up(end);
     end = e.offset + e.nbytes;
+    arena->by_name_.emplace(info.name, arena->entries_.size());
     arena->entries_.push_back(e);
-    arena->by_name_.emplace(infos[i].name, i);
     arena->stats_.used_bytes += e.nbytes;
   }
   const uint64_t total = align_up(end);
+  const size_t n = arena->entries_.size();
   arena->stats_.reserved_bytes = total;
-  arena->stats_.n_tensors = infos.size();
-  arena->by_host_.resize(infos.size());
-  for (size_t i = 0; i < infos.size(); ++i) arena->by_host_[i] = i;
+  arena->stats_.n_tensors = n;
+  arena->by_host_.resize(n);
+  for (size_t i = 0; i < n; ++i) arena->by_host_[i] = i;
   std::sort(arena->by_host_.begin(), arena->by_host_.end(),
             [&](size_t a, size_t b) { return arena->entries_[a].host < arena->entries_[b].host; });
   if (total == 0) return Result<std::unique_ptr<WeightArena>>(std::move(arena));

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,10 +30,13 @@ namespace novaserve::gpu {
 /// Byte alignment of every tensor in the arena.
 inline constexpr uint64_t kWeightArenaAlignment = 256;
 
-/// Staging used while loading.
+/// Staging used while loading, and which tensors to load.
 struct WeightArenaOptions {
   size_t staging_bytes = size_t{64} << 20;  ///< bytes per pinned buffer, >= 1 (capped at the arena)
   int n_staging = 3;                        ///< pinned buffers in the ring, in [1, 8]
+  /// Loads only the tensors whose name this accepts (a pipeline stage: its layers,
+  /// layer_split.h's stage_holds_tensor); null loads every tensor.
+  std::function<bool(std::string_view name)> include;
 };
 
 /// What a load reserved, used and took.
@@ -56,7 +60,8 @@ struct WeightArenaStats {
 /// destruction.
 class WeightArena {
  public:
-  /// Allocates one device buffer (counted by gpu_alloc.h) for all tensors of `file` and copies
+  /// Allocates one device buffer (counted by gpu_alloc.h) for the tensors of `file` that
+  /// `options.include` accepts (all without it) and copies
   /// them from the file's mapping through `options.n_staging` pinned buffers on `stream`, then
   /// synchronizes the stream. Padding between tensors is zero. The staging buffers are freed
   /// before returning. Errors: kInvalidInput for bad options; kInternal naming the failed runtime
@@ -67,17 +72,18 @@ class WeightArena {
   WeightArena(const WeightArena&) = delete;
   WeightArena& operator=(const WeightArena&) = delete;
 
-  /// Device address of the named tensor, or nullptr when the file has no such tensor.
+  /// Device address of the named tensor, or nullptr when the arena does not hold it.
   const void* tensor(std::string_view name) const;
 
   /// The device address holding the byte at host address `host`, which must point into the
   /// tensor data of the GgufFile this arena was loaded from (as WeightMatrix::data of
   /// ModelWeights::from_gguf does); nullptr for any other address. Lets a backend turn the CPU's
-  /// weight views into device ones: `w.data = arena.device_address(w.data)`.
+  /// weight views into device ones: `w.data = arena.device_address(w.data)`. nullptr too for a
+  /// tensor the arena was told not to load (WeightArenaOptions::include).
   const void* device_address(const void* host) const;
 
-  /// Byte offset of tensor `i` (file order) within the arena; a multiple of
-  /// kWeightArenaAlignment.
+  /// Byte offset of the arena's tensor `i` (file order among the loaded tensors) within the
+  /// arena; a multiple of kWeightArenaAlignment.
   uint64_t offset(size_t i) const { return entries_[i].offset; }
 
   /// Base of the device allocation (nullptr for a file without tensors).

@@ -17,7 +17,7 @@ namespace novaserve {
 struct PipelineConfig {
   int64_t n_stages = 1;
   std::string layer_split = "auto";  ///< "auto" or counts, "12,12,6" (parse_layer_split)
-  bool micro_batching = true;
+  bool micro_batching = false;
   /// The KV pool (bytes, all layers, K and V): the auto split's KV share and the runner's
   /// kv_memory_budget().
   uint64_t kv_bytes = 0;

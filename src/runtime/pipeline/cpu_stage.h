@@ -21,7 +21,9 @@ class CpuStage final : public PipelineStage {
   LayerRange layers() const override { return range_; }
   std::string describe() const override { return model_->describe(); }
   Status forward(std::span<const ForwardSeq> seqs, ActQuant mode) override;
-  float* hidden_input(int64_t n_rows) override { return model_->hidden_input(n_rows).data(); }
+  Result<float*> hidden_input(int64_t n_rows) override {
+    return model_->hidden_input(n_rows).data();
+  }
   const float* hidden_output() const override { return model_->hidden().data(); }
   const float* logits(size_t seq, int32_t token) const override {
     return model_->logits(seq, token);

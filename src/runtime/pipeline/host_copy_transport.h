@@ -3,9 +3,9 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "runtime/pipeline/transport.h"
+#include "runtime/pipeline/transport_links.h"
 
 namespace novaserve {
 
@@ -13,18 +13,16 @@ namespace novaserve {
 /// it (std::copy, bit-exact). One transfer may be pending per link.
 class HostCopyTransport final : public Transport {
  public:
-  explicit HostCopyTransport(int n_stages);
+  explicit HostCopyTransport(int n_stages) : links_(n_stages) {}
 
-  Status send(int from_stage, const float* src, int64_t n_values) override;
+  Status send(int from_stage, const float* src, int64_t n_values) override {
+    return links_.send(from_stage, src, n_values);
+  }
   Status recv(int to_stage, float* dst, int64_t n_values) override;
   const char* name() const override { return "host-copy"; }
 
  private:
-  struct Pending {
-    const float* src = nullptr;
-    int64_t n_values = 0;
-  };
-  std::vector<Pending> links_;  // [n_stages - 1]: link s carries stage s to s + 1
+  TransportLinks links_;
 };
 
 }  // namespace novaserve

@@ -163,6 +163,17 @@ Result<std::vector<int64_t>> parse_layer_split(std::string_view text, int64_t n_
   return counts;
 }
 
+bool stage_holds_tensor(std::string_view name, LayerRange range, int64_t n_layer, bool tied_head) {
+  const bool first = range.first == 0, last = range.last == n_layer;
+  if (name.starts_with("blk.")) {
+    const int64_t l = block_layer(name);
+    return l >= range.first && l < range.last;
+  }
+  if (name == "token_embd.weight") return first || (last && tied_head);
+  if (name == "output.weight" || name == "output_norm.weight") return last;
+  return true;
+}
+
 std::vector<LayerRange> layer_ranges(const std::vector<int64_t>& layers_per_stage) {
   std::vector<LayerRange> out;
   int64_t first = 0;

@@ -59,6 +59,12 @@ Result<std::vector<int64_t>> auto_layer_split(const PipelineMemoryModel& m, int6
 Result<std::vector<int64_t>> parse_layer_split(std::string_view text, int64_t n_stages,
                                                const PipelineMemoryModel& m);
 
+/// Whether the stage running layers `range` of an `n_layer`-layer model holds the tensor `name`
+/// (the accounting of weight_bytes): blk.<l>.* for l in the range, token_embd.weight on the first
+/// stage (and on the last when the head is tied: `tied_head`, the file has no output.weight),
+/// output_norm.weight and output.weight on the last, and every other tensor on every stage.
+bool stage_holds_tensor(std::string_view name, LayerRange range, int64_t n_layer, bool tied_head);
+
 /// The layer ranges of a split: stage s runs [sum of counts before s, that + counts[s]).
 std::vector<LayerRange> layer_ranges(const std::vector<int64_t>& layers_per_stage);
 

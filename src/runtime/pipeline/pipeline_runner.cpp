@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "common/check.h"
 #include "model/forward_check.h"
@@ -70,6 +71,7 @@ Status PipelineRunner::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_c
   seq_logit_row_.reserve(max_seqs);
   seq_all_logits_.reserve(max_seqs);
   seq_n_tokens_.reserve(max_seqs);
+  seq_greedy_.reserve(max_seqs);
   if (options_.micro_batching && stages_.size() > 1) {
     logits_.reserve(static_cast<size_t>(max_seqs * config_.n_vocab));
   }
@@ -151,6 +153,7 @@ Status PipelineRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
     seq_logit_row_.resize(n_seqs);
     seq_all_logits_.resize(n_seqs);
     seq_n_tokens_.resize(n_seqs);
+    seq_greedy_.assign(n_seqs, -1);
     int64_t row = 0;
     for (size_t i = 0; i < n_seqs; ++i) {
       seq_logit_row_[i] = row;
@@ -186,8 +189,9 @@ Status PipelineRunner::run_group(std::span<const ForwardSeq> seqs, size_t first_
       stage_seqs_[i].kv.v = mem.v;
     }
     if (st > 0) {
-      NOVASERVE_RETURN_IF_ERROR(
-          transport_->recv(static_cast<int>(st), stage.hidden_input(n_rows), n_values));
+      auto dst = stage.hidden_input(n_rows);
+      if (!dst.ok()) return dst.error();
+      NOVASERVE_RETURN_IF_ERROR(transport_->recv(static_cast<int>(st), *dst, n_values));
     }
     NOVASERVE_RETURN_IF_ERROR(stage.forward(stage_seqs_, mode));
     if (st + 1 < stages_.size()) {
@@ -202,6 +206,11 @@ void PipelineRunner::copy_logits(std::span<const ForwardSeq> seqs, size_t first_
   const PipelineStage& last = *stages_.back();
   const auto n_vocab = static_cast<size_t>(config_.n_vocab);
   for (size_t i = 0; i < seqs.size(); ++i) {
+    // A device stage may have copied only the argmax of a greedy sequence.
+    if (const std::optional<int32_t> g = last.greedy_token(i)) {
+      seq_greedy_[first_seq + i] = *g;
+      continue;
+    }
     const auto n = static_cast<int32_t>(seqs[i].tokens.size());
     const int32_t rows = seqs[i].all_logits ? n : 1;
     for (int32_t t = 0; t < rows; ++t) {
@@ -219,6 +228,35 @@ const float* PipelineRunner::logits(size_t seq, int32_t token) const {
   const int64_t row =
       logit_row(seq_logit_row_[seq], seq_all_logits_[seq] != 0, seq_n_tokens_[seq], token);
   return logits_.data() + row * config_.n_vocab;
+}
+
+std::optional<int32_t> PipelineRunner::greedy_token(size_t seq) const {
+  if (!grouped_) return stages_.back()->greedy_token(seq);
+  NOVASERVE_CHECK(seq < seq_greedy_.size()) << "sequence " << seq;
+  if (seq_greedy_[seq] < 0) return std::nullopt;
+  return seq_greedy_[seq];
+}
+
+std::optional<uint64_t> PipelineRunner::kv_memory_budget(double /*utilization*/) const {
+  struct Domain {
+    uint64_t budget = UINT64_MAX;
+    int64_t layers = 0;
+  };
+  std::map<std::string, Domain> domains;
+  for (const auto& s : stages_) {
+    const std::optional<uint64_t> b = s->kv_memory_budget();
+    if (!b) return options_.kv_budget_bytes;  // host stages
+    Domain& d = domains[s->memory_domain()];
+    d.budget = std::min(d.budget, *b);
+    d.layers += s->layers().last - s->layers().first;
+  }
+  uint64_t pool = UINT64_MAX;
+  const auto n_layer = static_cast<uint64_t>(config_.n_layer);
+  for (const auto& [name, d] : domains) {
+    // bytes / n_layer per layer, d.layers of them on this device.
+    pool = std::min(pool, d.budget / static_cast<uint64_t>(d.layers) * n_layer);
+  }
+  return pool;
 }
 
 }  // namespace novaserve

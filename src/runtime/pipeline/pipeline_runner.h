@@ -17,15 +17,17 @@ namespace novaserve {
 
 struct PipelineOptions {
   /// Split a step's sequences into up to n_stages micro-batches that follow each other through
-  /// the stages (bit-identical results either way: the forward pass is batch-invariant).
-  bool micro_batching = true;
+  /// the stages (bit-identical results on the CPU: its forward pass is batch-invariant). Off by
+  /// default: the micro-batches do not overlap yet, so each stage only reads its weights once
+  /// per micro-batch instead of once per step.
+  bool micro_batching = false;
   /// The KV pool budget (bytes, all layers, K and V) kv_memory_budget() reports: for host
   /// stages, --kv-cache-memory.
   uint64_t kv_budget_bytes = 0;
 };
 
 /// Stages run one after the other on the calling thread: micro-batches do not overlap in time
-/// yet (that needs a thread or stream per stage). Not thread-safe.
+/// yet (docs/multi-gpu.md, "Micro-batching"). Not thread-safe.
 class PipelineRunner final : public ModelRunner {
  public:
   /// `stages` must cover [0, config.n_layer) in order with consecutive, non-empty ranges, and
@@ -42,13 +44,17 @@ class PipelineRunner final : public ModelRunner {
   Status reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
                  int32_t block_size) override;
   const float* logits(size_t seq, int32_t token = -1) const override;
+  /// The last stage's greedy_token for each sequence of the last step.
+  std::optional<int32_t> greedy_token(size_t seq) const override;
 
   /// Every stage keeps its own KV pools, so the engine's pool is "device" memory: the engine
   /// hands out block ids; this runner owns the bytes.
   bool kv_on_device() const override { return true; }
-  std::optional<uint64_t> kv_memory_budget(double utilization) const override {
-    return options_.kv_budget_bytes;
-  }
+  /// Host stages: options.kv_budget_bytes. Device stages: the largest whole-model pool whose
+  /// per-layer share fits every device (stages on one device add up): the minimum over devices
+  /// of budget x n_layer / that device's layers, with each stage's own utilization
+  /// (PipelineStage::kv_memory_budget; `utilization` is not used).
+  std::optional<uint64_t> kv_memory_budget(double utilization) const override;
   /// `bytes` is one whole-model pool (n_layer layers back to back, as PagedKvCache lays it
   /// out): each stage allocates its layers' share (bytes / n_layer per layer) and forward() maps
   /// the views into it. The first call logs memory_report() to stderr. Returns stage 0's pools,
@@ -89,6 +95,7 @@ class PipelineRunner final : public ModelRunner {
   std::vector<int64_t> seq_logit_row_;   // per sequence: first row in logits_
   std::vector<uint8_t> seq_all_logits_;  // per sequence
   std::vector<int32_t> seq_n_tokens_;    // per sequence
+  std::vector<int32_t> seq_greedy_;      // grouped steps, per sequence: its greedy token or -1
 };
 
 }  // namespace novaserve

@@ -1,9 +1,10 @@
 // PipelineStage: one device's part of a pipeline-parallel model (pipeline_runner.h): its layer
-// range, its weights and its KV pool of only those layers. CpuStage (cpu_stage.h) implements it;
-// a GPU stage would implement it over the GPU runner.
+// range, its weights and its KV pool of only those layers. CpuStage (cpu_stage.h) and GpuStage
+// (runtime/gpu/gpu_stage.h, over the GPU runner) implement it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -37,12 +38,16 @@ class PipelineStage {
   virtual Status forward(std::span<const ForwardSeq> seqs, ActQuant mode) = 0;
 
   /// Where the next forward() of a step of `n_rows` rows reads its input hidden state
-  /// ([n_rows][n_embd] f32, in this stage's memory). Stages after the first only.
-  virtual float* hidden_input(int64_t n_rows) = 0;
+  /// ([n_rows][n_embd] f32, in this stage's memory). Stages after the first only. Errors:
+  /// kInternal when a device buffer could not grow.
+  virtual Result<float*> hidden_input(int64_t n_rows) = 0;
   /// The hidden state the last forward() left, [n_rows][n_embd] f32 in this stage's memory.
   virtual const float* hidden_output() const = 0;
   /// The last stage's logits of the last forward(), as ModelRunner::logits.
   virtual const float* logits(size_t seq, int32_t token) const = 0;
+  /// The last stage's ModelRunner::greedy_token for the last forward(): nullopt where the
+  /// stage leaves the argmax to the sampler (the CPU).
+  virtual std::optional<int32_t> greedy_token(size_t seq) const { return std::nullopt; }
 
   /// As ModelRunner::reserve.
   virtual Status reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
@@ -52,6 +57,14 @@ class PipelineStage {
   virtual Result<KvPoolMemory> allocate_kv(uint64_t bytes) = 0;
 
   virtual StageMemory memory() const = 0;
+
+  /// The KV pool bytes this stage's device can take now (its share of the device by the
+  /// stage's own --gpu-memory-utilization, less what is in use, as
+  /// ModelRunner::kv_memory_budget), or nullopt for host memory, where --kv-cache-memory sizes
+  /// the pool.
+  virtual std::optional<uint64_t> kv_memory_budget() const { return std::nullopt; }
+  /// The memory the stage allocates from, for stages that share one ("host", "cuda:0").
+  virtual std::string memory_domain() const { return "host"; }
 };
 
 }  // namespace novaserve
