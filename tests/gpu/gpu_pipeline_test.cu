@@ -136,15 +136,11 @@ TEST_F(GpuPipelineTest, EachStageHoldsOnlyItsLayers) {
 // (NOVASERVE_GPU_SYNTH_MODELS, as gpu_runner_test.cu's SynthPresetsMatchCpu): 2 stages with
 // the auto split, micro-batching on, at batch 4.
 TEST_F(GpuPipelineTest, SynthPresetsThroughTwoStagesMatchCpu) {
-  const char* env = std::getenv("NOVASERVE_GPU_SYNTH_MODELS");
-  if (env == nullptr || env[0] == '\0') {
+  const std::vector<std::string> paths = synth_model_paths();
+  if (paths.empty()) {
     GTEST_SKIP() << "NOVASERVE_GPU_SYNTH_MODELS is not set (bench/gpu/run.sh --bench sets it)";
   }
-  const std::string paths = env;
-  for (size_t start = 0; start < paths.size();) {
-    const size_t end = std::min(paths.find(':', start), paths.size());
-    const std::string path = paths.substr(start, end - start);
-    start = end + 1;
+  for (const std::string& path : paths) {
     SCOPED_TRACE(path);
     auto opened = GgufFile::open(path);
     ASSERT_TRUE(opened.ok()) << opened.error().message;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -40,6 +41,20 @@ inline std::vector<std::vector<int32_t>> random_prompts(int n, int max_len, int6
     for (int32_t& t : v) t = id(rng);
   }
   return p;
+}
+
+/// The synth model files bench/gpu/run.sh writes on the GPU machine and names in
+/// NOVASERVE_GPU_SYNTH_MODELS (colon-separated paths); empty when the variable is unset.
+inline std::vector<std::string> synth_model_paths() {
+  const char* env = std::getenv("NOVASERVE_GPU_SYNTH_MODELS");
+  std::vector<std::string> out;
+  const std::string paths = env == nullptr ? "" : env;
+  for (size_t start = 0; start < paths.size();) {
+    const size_t end = std::min(paths.find(':', start), paths.size());
+    if (end > start) out.push_back(paths.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
 }
 
 /// One runner's side: its KV pool, block tables and token histories.

@@ -1,7 +1,7 @@
 // Transport: how a pipeline's hidden state moves from one stage to the next. Implementations:
-// HostCopyTransport (stages in one process whose memory is host memory; also the tests'), and,
-// to come, a same-process device-to-device copy and NCCL send/recv between processes or GPUs
-// (docs/multi-gpu.md).
+// HostCopyTransport (stages in one process whose memory is host memory; also the tests') and
+// DeviceCopyTransport (GPU stages of one process, runtime/gpu/device_copy_transport.h); NCCL
+// send/recv between processes is still to come (docs/multi-gpu.md).
 #pragma once
 
 #include <cstdint>
