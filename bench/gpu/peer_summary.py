@@ -81,7 +81,8 @@ def search(path):
         f"{p['qps']:g}{'(re)' if p.get('reprobe') else ''} {'ok' if p['met'] else 'miss'}"
         for p in j["probes"])
     confs = ", ".join(f"{p['qps']:g} {'ok' if p['met'] else 'miss'}" for p in j["confirmations"])
-    return {"max": float(j["max_qps"]), "probes": probes, "confirmations": confs or "none"}
+    # max_qps is null when no rate was confirmed (0 in reports before that change).
+    return {"max": float(j["max_qps"] or 0), "probes": probes, "confirmations": confs or "none"}
 
 
 def serve(out, preset):

@@ -378,7 +378,7 @@ overload_model() {  # overload_model PRESET: plain and SLO-aware servers at $OVE
   local name=$1 m="$scratch/$1.gguf" port=18081 qps=$OVERLOAD_QPS
   ensure_model "$name"
   if [ "$qps" = auto ]; then
-    qps=$(python3 -c "import json,sys; print(round(1.5 * json.load(open(sys.argv[1]))['find_max_qps']['max_qps'], 1))" \
+    qps=$(python3 -c "import json,sys; print(round(1.5 * (json.load(open(sys.argv[1]))['find_max_qps']['max_qps'] or 0), 1))" \
       "$OUT/loadgen-$name.json") || qps=0
     if [ "$qps" = 0 ] || [ "$qps" = 0.0 ]; then
       echo "overload $name: no max QPS from --serve; skipped" | tee -a "$OUT/summary.md"

@@ -48,10 +48,14 @@ void register_loadgen(CLI::App& app, int& exit_code) {
   cmd->add_option("--slo-ttft-p95", f->slo_ttft_p95, "SLO: P95 time to first token, e.g. 2s");
   cmd->add_option("--slo-ttft-p99", f->slo_ttft_p99, "SLO: P99 time to first token");
   cmd->add_option("--slo-itl-p95", f->slo_itl_p95, "SLO: P95 inter-token latency, e.g. 100ms");
+  const std::string confirmations = std::to_string(MaxQpsSearchOptions{}.max_confirmations);
   cmd->add_flag("--find-max-qps", f->find_max_qps,
                 "bisect the highest --qps whose --duration run meets the SLOs, then confirm it "
-                "with a run twice as long at that rate (a refuted rate is never reported); a "
-                "failed first probe, or a failure below a rate that met, is re-probed once");
+                "with a run twice as long at that rate (a refuted rate is never reported: the "
+                "search resumes below it, and makes at most " +
+                    confirmations + " confirmation runs: when all " + confirmations +
+                    " are refuted it stops, with none confirmed); a failed first probe, or a "
+                    "failure below a rate that met, is re-probed once");
   cmd->add_option("--qps-tolerance", f->qps_tolerance, "find-max-qps: relative precision")
       ->capture_default_str();
   cmd->add_option("--max-qps", f->max_qps, "find-max-qps: highest rate probed")

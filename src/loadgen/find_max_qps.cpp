@@ -66,7 +66,7 @@ Result<MaxQpsResult> find_max_qps(const MaxQpsSearchOptions& options,
       if (!met.ok()) return met.error();
       (*met ? pass : fail) = qps;
     }
-    if (pass == 0 || confirmations == options.max_confirmations) return out;
+    if (pass == 0) return out;  // no rate (left) meets the SLOs
     ++confirmations;
     auto met = confirm(pass);
     if (!met.ok()) return met.error();
@@ -76,6 +76,8 @@ Result<MaxQpsResult> find_max_qps(const MaxQpsSearchOptions& options,
       out.hit_max = at_cap;
       return out;
     }
+    // The budget is spent: probing on could only find a rate that it may not confirm.
+    if (confirmations == options.max_confirmations) return out;
     // Refuted: the rate fails after all. Resume below it from the highest lower pass.
     fail = pass;
     at_cap = false;

@@ -14,6 +14,7 @@
 #include "loadgen/latency_svg.h"
 #include "loadgen/load_runner.h"
 #include "loadgen/loadgen_report.h"
+#include "loadgen/max_qps_report.h"
 #include "tokenizer/tokenizer.h"
 
 namespace novaserve {
@@ -93,11 +94,6 @@ void print_sample(const ServerSample& s, size_t finished) {
   if (!s.scrape_error.empty()) line += " (/metrics: " + s.scrape_error + ")";
   std::fprintf(stderr, "%s\n", line.c_str());
 }
-
-struct Probe {
-  double qps = 0;
-  RunSummary summary;
-};
 
 }  // namespace
 
@@ -213,9 +209,11 @@ int run_loadgen(const LoadgenConfig& c) {
   report["date"] = utc_now();
   report["config"] = config_json(shown, *workload);
   if (!warmup_json.is_null()) report["warmup_load"] = warmup_json;
-  LoadResult shown_run;
-  RunSummary shown_summary;
-  double shown_qps = c.qps;  // the rate of the run the summary, rows and chart describe
+  LoadResult shown_run;            // the run whose rows and samples the report and chart give
+  double shown_qps = c.qps;        // its rate
+  bool have_result = true;         // false: a search confirmed no rate, so no run is shown
+  std::string summary_text;        // printed after the runs
+  nlohmann::ordered_json summary;  // the report's "summary"
   if (c.find_max_qps) {
     std::printf(
         "load          --find-max-qps from %.3g req/s (Poisson, %s per probe, seed %llu), "
@@ -223,12 +221,10 @@ int run_loadgen(const LoadgenConfig& c) {
         c.qps, format_duration(c.duration_s).c_str(),
         static_cast<unsigned long long>(c.workload.seed), slo_text(c.slo).c_str());
     std::fflush(stdout);
-    std::vector<Probe> probes;
-    double best_qps = -1;
-    // One run at `qps` for `duration_s`; keeps the run to show: the confirmed one, else the
-    // best passing probe, else the latest run.
-    std::vector<Probe> confirmations;
+    std::vector<MeasuredRun> probes, confirmations;
     uint64_t runs = 0;
+    // One run at `qps` for `duration_s`. A confirmation that meets the SLOs is the run that the
+    // summary, the rows and the chart then describe; no other run is shown as a result.
     const auto measure = [&](double qps, double duration_s, bool is_confirmation) -> Result<bool> {
       LoadOptions po = o;
       po.qps = qps;
@@ -247,10 +243,8 @@ int run_loadgen(const LoadgenConfig& c) {
                   format_probe_line(qps, s).c_str());
       std::fflush(stdout);
       (is_confirmation ? confirmations : probes).push_back({qps, s});
-      if ((is_confirmation && s.slo_met) || (s.slo_met && qps > best_qps) || best_qps < 0) {
-        if (s.slo_met) best_qps = qps;
+      if (is_confirmation && s.slo_met) {
         shown_run = std::move(*run);
-        shown_summary = s;
         shown_qps = qps;
       }
       return s.slo_met;
@@ -259,52 +253,16 @@ int run_loadgen(const LoadgenConfig& c) {
         c.search, [&](double qps) { return measure(qps, c.duration_s, false); },
         [&](double qps) { return measure(qps, 2 * c.duration_s, true); });
     if (!search.ok()) return fail(search.error().message);
-    // `marks`: the search's record of the same runs (for the re-probe flags), or null.
-    const auto runs_json = [](const std::vector<Probe>& runs, const std::vector<QpsProbe>* marks) {
-      nlohmann::ordered_json out = nlohmann::ordered_json::array();
-      for (size_t i = 0; i < runs.size(); ++i) {
-        const Probe& p = runs[i];
-        nlohmann::ordered_json row = {{"qps", p.qps}, {"met", p.summary.slo_met}};
-        if (marks) row["reprobe"] = i < marks->size() && (*marks)[i].reprobe;
-        row["summary"] = summary_json(p.summary);
-        out.push_back(std::move(row));
-      }
-      return out;
-    };
-    size_t reprobes = 0;
-    for (const QpsProbe& p : search->probes) reprobes += p.reprobe ? 1 : 0;
-    report["find_max_qps"] = {{"max_qps", search->max_qps},
-                              {"hit_max", search->hit_max},
-                              {"tolerance", c.search.tolerance},
-                              {"probe_duration_s", c.duration_s},
-                              {"confirmation_duration_s", 2 * c.duration_s},
-                              {"summary_qps", shown_qps},
-                              {"warmup_duration_s", c.warmup_duration_s},
-                              {"reprobes", reprobes},
-                              {"probes", runs_json(probes, &search->probes)},
-                              {"confirmations", runs_json(confirmations, nullptr)}};
-    if (search->max_qps > 0) {
-      std::printf(
-          "max QPS meeting the SLOs: %.3g req/s%s (%zu probes of %s, %zu of them re-probes, within "
-          "%.0f%%; confirmed by a %s run at that rate, after %zu refuted)\n",
-          search->max_qps, search->hit_max ? " (the --max-qps cap)" : "", search->probes.size(),
-          format_duration(c.duration_s).c_str(), reprobes, c.search.tolerance * 100,
-          format_duration(2 * c.duration_s).c_str(), search->confirmations.size() - 1);
-      std::printf("summary of the %.3g req/s confirmation run:\n", shown_qps);
-    } else {
-      if (search->confirmations.empty()) {
-        std::printf("max QPS meeting the SLOs: none (every probe down to %.3g req/s missed)\n",
-                    search->probes.back().qps);
-      } else {
-        std::printf(
-            "max QPS meeting the SLOs: none confirmed (%zu confirmation runs of %s missed the "
-            "SLOs at rates whose probes had met them)\n",
-            search->confirmations.size(), format_duration(2 * c.duration_s).c_str());
-      }
-      std::printf(best_qps > 0 ? "summary of the %.3g req/s probe (not confirmed):\n"
-                               : "summary of the last probe (%.3g req/s):\n",
-                  shown_qps);
-    }
+    MaxQpsReportSettings settings;
+    settings.search = c.search;
+    settings.probe_duration_s = c.duration_s;
+    settings.warmup_duration_s = c.warmup_duration_s;
+    report["find_max_qps"] = max_qps_json(*search, probes, confirmations, settings);
+    // Without a confirmed rate no run is shown as the result: no summary (null in the JSON),
+    // and no rows, samples or chart points of any run.
+    summary_text = format_max_qps_outcome(*search, confirmations, settings);
+    summary = max_qps_summary_json(*search, confirmations);
+    have_result = search->max_qps.has_value();
   } else {
     if (c.concurrency > 0) {
       std::printf("load          closed loop, concurrency %d for %s\n", c.concurrency,
@@ -318,19 +276,21 @@ int run_loadgen(const LoadgenConfig& c) {
     auto run = run_load(o, *workload);
     if (!run.ok()) return fail(run.error().message);
     shown_run = std::move(*run);
-    shown_summary = summarize_run(shown_run.records, shown_run.wall_s, c.slo);
+    const RunSummary s = summarize_run(shown_run.records, shown_run.wall_s, c.slo);
     if (shown_run.interrupted) {
       std::printf(
           "interrupted   by a signal after %s: the report covers the requests started "
           "until then\n",
           format_duration(shown_run.interrupted_at_s).c_str());
     }
+    summary_text = format_summary(s);
+    summary = summary_json(s);
   }
-  std::fputs(format_summary(shown_summary).c_str(), stdout);
+  std::fputs(summary_text.c_str(), stdout);
   std::fflush(stdout);
 
   report["interrupted"] = shown_run.interrupted;
-  report["summary"] = summary_json(shown_summary);
+  report["summary"] = summary;
   report["requests"] = requests_json(shown_run.records);
   report["samples"] = samples_json(shown_run.samples, shown_run.records);
   if (!c.json_path.empty() && !write_file(c.json_path, report.dump(1) + "\n")) {
@@ -339,6 +299,8 @@ int run_loadgen(const LoadgenConfig& c) {
   char load[64];
   if (c.concurrency > 0) {
     std::snprintf(load, sizeof(load), "concurrency %d", c.concurrency);
+  } else if (!have_result) {
+    std::snprintf(load, sizeof(load), "no rate confirmed");
   } else {
     std::snprintf(load, sizeof(load), "%.3g req/s", shown_qps);
   }

@@ -12,11 +12,14 @@ Error invalid(std::string message) {
   return Err(ErrorCode::kInvalidInput, std::move(message));
 }
 
-// A positive duration flag; `flag` names it in errors.
-Result<double> positive_duration(const std::string& flag, const std::string& text) {
+// A duration flag, > 0 (or >= 0 with `zero_ok`); `flag` names it in errors. A sign is named as
+// such: parse_duration() reads "-5s" only as a missing number.
+Result<double> duration_flag(const std::string& flag, const std::string& text, bool zero_ok) {
+  const char* const rule = zero_ok ? " must not be negative, got '" : " must be positive, got '";
+  if (!text.empty() && text[0] == '-') return invalid(flag + rule + text + "'");
   auto d = parse_duration(text);
   if (!d.ok()) return invalid(flag + ": " + d.error().message);
-  if (!(*d > 0)) return invalid(flag + " must be > 0, got '" + text + "'");
+  if (!(zero_ok ? *d >= 0 : *d > 0)) return invalid(flag + rule + text + "'");
   return *d;
 }
 
@@ -48,7 +51,7 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
   // 30-s run at that rate missed (docs/benchmarks.md, issue 15).
   const std::string duration_text = f.duration.empty() && f.find_max_qps ? "30s" : f.duration;
   if (duration_text.empty()) return invalid("--duration is required (e.g. 30s, 5m, 2h)");
-  auto duration = positive_duration("--duration", duration_text);
+  auto duration = duration_flag("--duration", duration_text, false);
   if (!duration.ok()) return duration.error();
   c.duration_s = *duration;
 
@@ -83,7 +86,7 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
   std::optional<double>* slo_fields[] = {&c.slo.ttft_p95_s, &c.slo.ttft_p99_s, &c.slo.itl_p95_s};
   for (size_t i = 0; i < 3; ++i) {
     if (slo_flags[i].second->empty()) continue;
-    auto d = positive_duration(slo_flags[i].first, *slo_flags[i].second);
+    auto d = duration_flag(slo_flags[i].first, *slo_flags[i].second, false);
     if (!d.ok()) return d.error();
     *slo_fields[i] = *d;
   }
@@ -93,6 +96,9 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
     if (!c.slo.any()) return invalid("--find-max-qps needs at least one --slo-* flag");
     if (!(f.qps_tolerance > 0 && f.qps_tolerance < 1)) {
       return invalid("--qps-tolerance must be in (0, 1), got " + format_number(f.qps_tolerance));
+    }
+    if (!(f.max_qps > 0 && std::isfinite(f.max_qps))) {
+      return invalid("--max-qps must be a positive number, got " + format_number(f.max_qps));
     }
     if (!(f.max_qps >= c.qps)) {
       return invalid("--max-qps must be >= the starting --qps " + format_number(c.qps) + ", got " +
@@ -109,18 +115,19 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
     return invalid("--sample-interval and --server-pid need --soak");
   }
   if (f.soak) {
-    auto interval = positive_duration("--sample-interval", f.sample_interval);
+    auto interval = duration_flag("--sample-interval", f.sample_interval, false);
     if (!interval.ok()) return interval.error();
     c.sample_interval_s = *interval;
   }
   if (f.server_pid < 0) return invalid("--server-pid must be a process id");
   c.server_pid = f.server_pid;
 
-  auto timeout = positive_duration("--request-timeout", f.request_timeout);
+  auto timeout = duration_flag("--request-timeout", f.request_timeout, false);
   if (!timeout.ok()) return timeout.error();
   c.request_timeout_s = *timeout;
-  auto drain = parse_duration(f.drain_timeout);  // 0s is fine: stop at the duration's end
-  if (!drain.ok()) return invalid("--drain-timeout: " + drain.error().message);
+  // 0s is fine: stop at the duration's end.
+  auto drain = duration_flag("--drain-timeout", f.drain_timeout, true);
+  if (!drain.ok()) return drain.error();
   c.drain_timeout_s = *drain;
   if (f.client_threads < 1 || f.client_threads > 64) {
     return invalid("--client-threads must be in [1, 64], got " + std::to_string(f.client_threads));
@@ -134,9 +141,8 @@ Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& f) {
   // held (docs/benchmarks.md, issue 15): by default it gets 10 s of load at its rate first.
   const std::string warmup_text =
       f.warmup_duration.empty() ? (f.find_max_qps ? "10s" : "0s") : f.warmup_duration;
-  auto warmup = parse_duration(warmup_text);
-  if (!warmup.ok()) return invalid("--warmup-duration: " + warmup.error().message);
-  if (!(*warmup >= 0)) return invalid("--warmup-duration must be >= 0");
+  auto warmup = duration_flag("--warmup-duration", warmup_text, true);
+  if (!warmup.ok()) return warmup.error();
   c.warmup_duration_s = *warmup;
   c.json_path = f.json;
   c.svg_path = f.svg;

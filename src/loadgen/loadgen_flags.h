@@ -76,13 +76,15 @@ struct LoadgenConfig {
 };
 
 /// Checks the flags without touching the network or files. Errors (kInvalidInput unless said,
-/// each a one-line message): neither or both of --qps/--concurrency (with --find-max-qps:
-/// --concurrency given, or no SLO); qps <= 0 or not finite; concurrency < 1; a bad or
-/// non-positive duration (--duration, SLOs, timeouts, --sample-interval); unknown workload;
-/// --prompt-tokens/--output-tokens with a workload other than fixed; --sample-interval or
-/// --server-pid without --soak; temperature < 0; client threads outside 1..64; warm-up
-/// requests outside 0..1000; a bad or negative --warmup-duration; a bad --url
-/// (kUnsupported for https).
+/// each a one-line message naming the flag): neither or both of --qps/--concurrency (with
+/// --find-max-qps: --concurrency given, or no SLO); qps <= 0 or not finite; --max-qps <= 0,
+/// not finite or below the starting rate; concurrency < 1; a bad or non-positive duration
+/// (--duration, SLOs, --request-timeout, --sample-interval: "must be positive", also for a
+/// negative one such as "-5s"); unknown workload; --prompt-tokens/--output-tokens with a
+/// workload other than fixed; --sample-interval or --server-pid without --soak; temperature
+/// < 0; client threads outside 1..64; warm-up requests outside 0..1000; a bad or negative
+/// --warmup-duration or --drain-timeout ("must not be negative"); a bad --url (kUnsupported
+/// for https).
 Result<LoadgenConfig> validate_loadgen_flags(const LoadgenFlags& flags);
 
 }  // namespace novaserve

@@ -81,13 +81,15 @@ std::string format_summary(const RunSummary& s) {
     }
   }
   if (s.usage_missing > 0) {
+    const bool one = s.usage_missing == 1;
     out += "note          " + std::to_string(s.usage_missing) +
-           " requests had no usage chunk: their output tokens are counts of content chunks\n";
+           (one ? " request had no usage chunk: its" : " requests had no usage chunk: their") +
+           " output tokens are counts of content chunks\n";
   }
   if (s.short_outputs > 0) {
     out += "note          " + std::to_string(s.short_outputs) +
-           " requests produced fewer tokens than max_tokens (does the server honour "
-           "ignore_eos?)\n";
+           (s.short_outputs == 1 ? " request" : " requests") +
+           " produced fewer tokens than max_tokens (does the server honour ignore_eos?)\n";
   }
   if (s.max_start_lag_s > 0.05) {
     out += "note          requests started up to " + ms(s.max_start_lag_s) +

@@ -62,7 +62,9 @@ void LlamaModel::ensure_capacity(int64_t n_rows, int64_t n_logit_rows) {
 }
 
 std::string LlamaModel::describe() const {
-  return std::string(backend_->name()) + ", " + std::to_string(backend_->n_threads()) + " threads";
+  const int threads = backend_->n_threads();
+  return std::string(backend_->name()) + ", " + std::to_string(threads) +
+         (threads == 1 ? " thread" : " threads");
 }
 
 Status LlamaModel::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # novaserve loadgen against a live `novaserve serve` (with an API key) on a free port: an
-# open-loop and a closed-loop soak run write well-formed reports with no errors, and a short
-# --find-max-qps search reports its warm-up load, probes and confirmation; bad flags,
+# open-loop and a closed-loop soak run write well-formed reports with no errors, a short
+# --find-max-qps search reports its warm-up load, probes and confirmation, and one that
+# confirms no rate says so and summarizes no run; bad flags,
 # https, an unreachable server and a wrong key exit 2 with one line; the server then drains on
 # SIGTERM and exits 0.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
@@ -17,6 +18,21 @@ expect_exit2 "negative --seed" lg --url "$DEAD" --qps 1 --duration 1s --seed -1
 grep -q "must not be negative, got -1" "$TMP/err" || fail "negative --seed message: $(cat "$TMP/err")"
 expect_exit2 "negative --qps" lg --url "$DEAD" --qps -3 --duration 1s
 expect_exit2 "duration without a unit" lg --url "$DEAD" --qps 1 --duration 5
+expect_exit2 "negative --duration" lg --url "$DEAD" --qps 1 --duration -5s
+grep -qx "novaserve loadgen: error: --duration must be positive, got '-5s'" "$TMP/err" ||
+  fail "negative --duration message: $(cat "$TMP/err")"
+expect_exit2 "negative --slo-ttft-p95" lg --url "$DEAD" --find-max-qps --slo-ttft-p95 -1s
+grep -q -- "--slo-ttft-p95 must be positive, got '-1s'" "$TMP/err" ||
+  fail "negative --slo-ttft-p95 message: $(cat "$TMP/err")"
+expect_exit2 "negative --drain-timeout" lg --url "$DEAD" --qps 1 --duration 1s --drain-timeout -1s
+grep -q -- "--drain-timeout must not be negative, got '-1s'" "$TMP/err" ||
+  fail "negative --drain-timeout message: $(cat "$TMP/err")"
+expect_exit2 "negative --max-qps" lg --url "$DEAD" --find-max-qps --slo-ttft-p95 1s --max-qps -4
+grep -q -- "--max-qps must be a positive number, got -4" "$TMP/err" ||
+  fail "negative --max-qps message: $(cat "$TMP/err")"
+# The help names the search's cap on confirmation runs.
+"$BIN" loadgen --help | tr -s ' \n' ' ' | grep -q "makes at most 3 confirmation runs" ||
+  fail "loadgen --help does not name the cap of 3 confirmation runs"
 expect_exit2 "malformed duration" lg --url "$DEAD" --qps 1 --duration 5parsecs
 expect_exit2 "URL without a scheme" lg --url 127.0.0.1:8080 --qps 1 --duration 1s
 expect_exit2 "https URL" lg --url https://127.0.0.1:8443 --qps 1 --duration 1s
@@ -137,6 +153,30 @@ assert j["warmup_load"]["duration_s"] == 1 and j["warmup_load"]["summary"]["succ
 PY
 else
   fail "--find-max-qps run exited non-zero: $(head -c 300 "$TMP/err")"
+fi
+
+# --find-max-qps under an SLO no rate meets (a 0.1-ms TTFT): the search walks down to its
+# lowest rate and says "none confirmed", with no summary of any run (null in the JSON).
+if lg --url "$URL" --api-key $KEY --workload fixed --prompt-tokens 16 --output-tokens 4 \
+  --find-max-qps --qps 2 --max-qps 2 --duration 1s --warmup-duration 0s --slo-ttft-p95 0.1ms \
+  --json "$TMP/none.json" >"$TMP/out" 2>"$TMP/err"; then
+  grep -q "^max QPS meeting the SLOs: none confirmed (no probe met the SLOs, down to " "$TMP/out" ||
+    fail "no-rate max QPS line: $(grep 'max QPS' "$TMP/out")"
+  grep -q "^summary       none: no rate was confirmed" "$TMP/out" ||
+    fail "no 'no rate was confirmed' line: $(tail -n 3 "$TMP/out")"
+  ! grep -q "^requests      \|^latency (ms)\|not confirmed\|^summary of" "$TMP/out" ||
+    fail "a run is summarized although no rate was confirmed: $(tail -n 12 "$TMP/out")"
+  python3 - "$TMP/none.json" <<'PY' || fail "no-rate find-max-qps report"
+import json, sys
+j = json.load(open(sys.argv[1]))
+f = j["find_max_qps"]
+assert f["max_qps"] is None and f["summary_qps"] is None and not f["hit_max"], f
+assert f["confirmations"] == [] and f["max_confirmations"] == 3, f
+assert f["probes"] and not any(p["met"] for p in f["probes"]), f["probes"]
+assert j["summary"] is None and j["requests"] == [] and j["samples"] == [], j["summary"]
+PY
+else
+  fail "no-rate --find-max-qps run exited non-zero: $(head -c 300 "$TMP/err")"
 fi
 
 kill -TERM $SERVER_PID

@@ -37,7 +37,8 @@ TEST(FindMaxQps, DoublesThenBisectsToTolerance) {
   EXPECT_EQ(fake.seen, all);
   ASSERT_EQ(r->confirmations.size(), 1u);
   EXPECT_TRUE(r->confirmations[0].met);
-  EXPECT_DOUBLE_EQ(r->max_qps, 5);
+  ASSERT_TRUE(r->max_qps.has_value());
+  EXPECT_DOUBLE_EQ(*r->max_qps, 5);
   EXPECT_FALSE(r->hit_max);
   EXPECT_TRUE(r->probes[2].met);
   EXPECT_FALSE(r->probes[3].met);
@@ -52,8 +53,9 @@ TEST(FindMaxQps, ResultIsWithinToleranceOfTheTrueLimit) {
       auto r = find_max_qps(
           o, [&](double q) { return fake(q); }, [&](double q) { return fake(q); });
       ASSERT_TRUE(r.ok());
-      EXPECT_LE(r->max_qps, limit);
-      EXPECT_GE(r->max_qps, limit * (1 - tol)) << "limit " << limit << " tol " << tol;
+      ASSERT_TRUE(r->max_qps.has_value());
+      EXPECT_LE(*r->max_qps, limit);
+      EXPECT_GE(*r->max_qps, limit * (1 - tol)) << "limit " << limit << " tol " << tol;
     }
   }
 }
@@ -70,15 +72,16 @@ TEST(FindMaxQps, WalksBelowAFailingStart) {
   EXPECT_FALSE(r->probes[0].reprobe);
   EXPECT_TRUE(r->probes[1].reprobe);
   for (size_t i = 2; i < r->probes.size(); ++i) EXPECT_FALSE(r->probes[i].reprobe) << i;
-  EXPECT_DOUBLE_EQ(r->max_qps, 0.28125);
+  ASSERT_TRUE(r->max_qps.has_value());
+  EXPECT_DOUBLE_EQ(*r->max_qps, 0.28125);
 }
 
-TEST(FindMaxQps, NothingPassesGivesZero) {
+TEST(FindMaxQps, NothingPassesGivesNoRate) {
   FakeProbe fake{0, {}};
   auto r = find_max_qps(
       {}, [&](double q) { return fake(q); }, [&](double q) { return fake(q); });
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->max_qps, 0);
+  EXPECT_FALSE(r->max_qps.has_value()) << *r->max_qps;
   EXPECT_GE(r->probes.back().qps, 0.005);  // stopped near min_qps (0.01)
   EXPECT_LE(r->probes.size(), 10u);
   // Only the first failure was re-probed: no rate ever met, so the others are not suspect.
@@ -97,7 +100,8 @@ TEST(FindMaxQps, StopsAtTheCap) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(rates(*r), (std::vector<double>{1, 2, 4, 8, 12}));
   EXPECT_TRUE(r->hit_max);
-  EXPECT_EQ(r->max_qps, 12);
+  ASSERT_TRUE(r->max_qps.has_value());
+  EXPECT_EQ(*r->max_qps, 12);
 }
 
 TEST(FindMaxQps, ProbeErrorEndsTheSearch) {
@@ -150,7 +154,8 @@ TEST(FindMaxQps, ARefutedRateIsNeverReported) {
     EXPECT_DOUBLE_EQ(r->confirmations[i].qps, want[i].first) << i;
     EXPECT_EQ(r->confirmations[i].met, want[i].second) << i;
   }
-  EXPECT_DOUBLE_EQ(r->max_qps, 4);
+  ASSERT_TRUE(r->max_qps.has_value());
+  EXPECT_DOUBLE_EQ(*r->max_qps, 4);
 
   // With the default 3 confirmations, all refuted: no rate is reported.
   probe.seen.clear();
@@ -158,7 +163,7 @@ TEST(FindMaxQps, ARefutedRateIsNeverReported) {
       {}, [&](double q) { return probe(q); }, [&](double q) { return confirm(q); });
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->confirmations.size(), 3u);
-  EXPECT_EQ(r->max_qps, 0);
+  EXPECT_FALSE(r->max_qps.has_value()) << *r->max_qps;
 }
 
 TEST(FindMaxQps, EveryConfirmationFailingReportsNone) {
@@ -169,7 +174,7 @@ TEST(FindMaxQps, EveryConfirmationFailingReportsNone) {
   auto r = find_max_qps(
       o, [&](double q) { return probe(q); }, never);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->max_qps, 0);
+  EXPECT_FALSE(r->max_qps.has_value()) << *r->max_qps;
   EXPECT_EQ(r->confirmations.size(), 2u);
   EXPECT_FALSE(r->hit_max);
 }
@@ -185,9 +190,12 @@ TEST(FindMaxQps, TheCapIsConfirmedToo) {
   // The cap passes its probe but is refuted, so the search bisects below it; whatever it
   // reports was confirmed, and no confirmed rate is above what the long runs hold.
   EXPECT_FALSE(r->hit_max);
-  EXPECT_LE(r->max_qps, 10);
+  ASSERT_TRUE(r->max_qps.has_value());
+  EXPECT_LE(*r->max_qps, 10);
   for (const QpsProbe& c : r->confirmations) {
-    if (c.met) EXPECT_DOUBLE_EQ(c.qps, r->max_qps);
+    if (c.met) {
+      EXPECT_DOUBLE_EQ(c.qps, *r->max_qps);
+    }
   }
 }
 
@@ -220,7 +228,8 @@ TEST(FindMaxQps, AColdFirstProbeIsReprobedAndTheTrueMaxFound) {
   EXPECT_TRUE(r->probes[1].met);
   EXPECT_TRUE(r->probes[1].reprobe);
   for (size_t i = 2; i < r->probes.size(); ++i) EXPECT_FALSE(r->probes[i].reprobe) << i;
-  EXPECT_DOUBLE_EQ(r->max_qps, 96);
+  ASSERT_TRUE(r->max_qps.has_value());
+  EXPECT_DOUBLE_EQ(*r->max_qps, 96);
   ASSERT_EQ(r->confirmations.size(), 1u);
   EXPECT_TRUE(r->confirmations[0].met);
 }
@@ -236,8 +245,9 @@ TEST(FindMaxQps, AColdFirstProbeAtTheTrueMaxIsStillFound) {
       auto r = find_max_qps(
           o, [&](double q) { return probe(q); }, [&](double q) { return confirm(q); });
       ASSERT_TRUE(r.ok());
-      EXPECT_LE(r->max_qps, limit) << "limit " << limit << " start " << start;
-      EXPECT_GE(r->max_qps, limit * 0.9) << "limit " << limit << " start " << start;
+      ASSERT_TRUE(r->max_qps.has_value());
+      EXPECT_LE(*r->max_qps, limit) << "limit " << limit << " start " << start;
+      EXPECT_GE(*r->max_qps, limit * 0.9) << "limit " << limit << " start " << start;
       ASSERT_GE(r->probes.size(), 2u);
       EXPECT_TRUE(r->probes[1].reprobe);
       EXPECT_DOUBLE_EQ(r->probes[1].qps, start);
@@ -273,7 +283,8 @@ TEST(FindMaxQps, AFailureBelowAMetRateIsReprobed) {
   ASSERT_EQ(r->confirmations.size(), 2u);
   EXPECT_FALSE(r->confirmations[0].met);
   EXPECT_DOUBLE_EQ(r->confirmations[1].qps, 9);
-  EXPECT_DOUBLE_EQ(r->max_qps, 9);
+  ASSERT_TRUE(r->max_qps.has_value());
+  EXPECT_DOUBLE_EQ(*r->max_qps, 9);
 }
 
 // A re-probe that fails again is trusted: a rate that really fails is not reported, and it is
@@ -289,7 +300,8 @@ TEST(FindMaxQps, AReprobedFailureThatRepeatsIsTrusted) {
   // 8 meets, 16 and 12 miss, 10 meets, 11 misses; 10 is refuted; 9 meets its probe (the probes
   // hold to 10), is refuted too; 8.5 meets and holds.
   for (const QpsProbe& p : r->probes) EXPECT_FALSE(p.reprobe) << p.qps;
-  EXPECT_DOUBLE_EQ(r->max_qps, 8.5);
+  ASSERT_TRUE(r->max_qps.has_value());
+  EXPECT_DOUBLE_EQ(*r->max_qps, 8.5);
 
   // Probes that really fail below a met rate: each is run twice, never a third time.
   const auto only8 = [](double q) -> Result<bool> { return q == 8; };
@@ -297,7 +309,7 @@ TEST(FindMaxQps, AReprobedFailureThatRepeatsIsTrusted) {
   o.max_confirmations = 2;
   r = find_max_qps(o, only8, [&](double q) { return never(q); });
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->max_qps, 0);
+  EXPECT_FALSE(r->max_qps.has_value()) << *r->max_qps;
   ASSERT_EQ(r->confirmations.size(), 1u);  // 8 was refuted, and nothing below it met
   // 8 meets; 16, 12, 10, 9 and 8.5 miss above it (trusted). After 8 is refuted, the walk down
   // from it probes 4, 2, 1, ...: each below the 8 that met, so each is re-probed once, misses
@@ -313,6 +325,76 @@ TEST(FindMaxQps, AReprobedFailureThatRepeatsIsTrusted) {
           << i;
     }
   }
+}
+
+// The search's calls in order: 'p' for a probe, 'c' for a confirmation, with the rate.
+struct CallLog {
+  std::vector<std::pair<char, double>> calls;
+  size_t count(char kind) const {
+    size_t n = 0;
+    for (const auto& c : calls) n += c.first == kind ? 1 : 0;
+    return n;
+  }
+};
+
+// Every confirmation is refuted: once max_confirmations have failed, the search ends at once,
+// with no rate, and probes nothing more (a rate found then could not be confirmed).
+TEST(FindMaxQps, StopsWhenItsConfirmationsAreSpent) {
+  for (int max_confirmations : {1, 2, 3, 4}) {
+    for (double limit : {1.05, 5.3, 17.0}) {
+      CallLog log;
+      MaxQpsSearchOptions o;
+      o.max_confirmations = max_confirmations;
+      auto r = find_max_qps(
+          o,
+          [&](double q) -> Result<bool> {
+            log.calls.push_back({'p', q});
+            return q <= limit;
+          },
+          [&](double q) -> Result<bool> {
+            log.calls.push_back({'c', q});
+            return false;
+          });
+      ASSERT_TRUE(r.ok());
+      const std::string where = "max_confirmations " + std::to_string(max_confirmations) +
+                                ", limit " + std::to_string(limit);
+      EXPECT_FALSE(r->max_qps.has_value()) << where;
+      EXPECT_FALSE(r->hit_max) << where;
+      EXPECT_EQ(r->confirmations.size(), static_cast<size_t>(max_confirmations)) << where;
+      EXPECT_EQ(log.count('c'), static_cast<size_t>(max_confirmations)) << where;
+      // The last call is the last confirmation: no probe after it.
+      ASSERT_FALSE(log.calls.empty());
+      EXPECT_EQ(log.calls.back().first, 'c') << where << ": probed " << log.calls.back().second
+                                             << " req/s after the last confirmation";
+      EXPECT_EQ(log.count('p'), r->probes.size()) << where;
+    }
+  }
+}
+
+// The same with the walk down below a refuted rate that nothing under it met: with one
+// confirmation allowed, the search stops after it instead of walking down towards min_qps.
+TEST(FindMaxQps, ARefutedOnlyPassEndsTheSearchWithOneConfirmation) {
+  CallLog log;
+  MaxQpsSearchOptions o;
+  o.start_qps = 8;
+  o.min_qps = 0.01;
+  o.max_confirmations = 1;
+  auto r = find_max_qps(
+      o,
+      [&](double q) -> Result<bool> {
+        log.calls.push_back({'p', q});
+        return q == 8;
+      },
+      [&](double q) -> Result<bool> {
+        log.calls.push_back({'c', q});
+        return false;
+      });
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->max_qps.has_value());
+  // 8 meets; 16, 12, 10, 9 and 8.5 miss (above it, trusted); 8 is confirmed and refuted.
+  const std::vector<std::pair<char, double>> want = {{'p', 8}, {'p', 16},  {'p', 12}, {'p', 10},
+                                                     {'p', 9}, {'p', 8.5}, {'c', 8}};
+  EXPECT_EQ(log.calls, want);
 }
 
 }  // namespace

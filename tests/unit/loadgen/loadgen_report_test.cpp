@@ -62,6 +62,24 @@ TEST(LoadgenReport, SummaryTextHasTheTableAndErrors) {
   EXPECT_NE(all_failed.find("0 ok, 2 failed (unfinished 2)"), std::string::npos) << all_failed;
 }
 
+TEST(LoadgenReport, NotesCountOneRequestInTheSingular) {
+  RunSummary s;
+  s.usage_missing = 1;
+  s.short_outputs = 1;
+  std::string text = format_summary(s);
+  EXPECT_NE(text.find("1 request had no usage chunk: its output tokens are counts"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1 request produced fewer tokens than max_tokens"), std::string::npos)
+      << text;
+  s.usage_missing = s.short_outputs = 3;
+  text = format_summary(s);
+  EXPECT_NE(text.find("3 requests had no usage chunk: their output tokens are counts"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("3 requests produced fewer tokens"), std::string::npos) << text;
+}
+
 TEST(LoadgenReport, JsonCarriesSummaryRequestsAndSamples) {
   const auto records = sample_records();
   SloSpec slo;
