@@ -72,6 +72,8 @@ int run(const BenchFlags& f) {
   if (f.gen < 1) return fail("--gen must be >= 1");
   if (f.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
   if (f.slo_itl_ms < 0 || !std::isfinite(f.slo_itl_ms)) return fail("--slo-itl-ms must be >= 0");
+  // Ranks other than 0 of a multi-process pipeline serve their stage only.
+  if (auto code = run_if_worker_rank(f.device, f.model, f.threads, "bench")) return *code;
   // Output files are checked before the (long) run, not after it.
   for (const std::string* path : {&f.csv, &f.json, &f.svg}) {
     if (!path->empty() && !std::ofstream(*path, std::ios::app)) {

@@ -6,10 +6,12 @@
 #include <sstream>
 
 #include "backend/cpu/cpu_backend.h"
+#include "cli/cli_error.h"
 #include "common/format_number.h"
 #include "model/kv_view.h"
 #include "model/llama_model.h"
 #include "runtime/pipeline/cpu_pipeline.h"
+#include "runtime/pipeline/rank_pipeline.h"
 #if defined(NOVASERVE_WITH_GPU)
 #include "backend/gpu/platform/gpu_device_info.h"
 #include "runtime/gpu/gpu_pipeline.h"
@@ -65,6 +67,19 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
                "split a pipeline step's sequences into one micro-batch per stage (off by "
                "default: the micro-batches do not overlap yet, docs/multi-gpu.md)")
       ->each(pipeline_given);
+  cmd.add_option("--nccl-init", f.nccl_init,
+                 "tcp://HOST:PORT where rank 0 of a multi-process pipeline listens and the other "
+                 "ranks connect (one stage per process; docs/multi-gpu.md)");
+  cmd.add_option("--rank", f.rank,
+                 "this process's rank in the multi-process pipeline (0 runs the server and the "
+                 "first stage)")
+      ->capture_default_str();
+  cmd.add_option("--world-size", f.world_size,
+                 "processes in the multi-process pipeline, one stage each (1 = one process)")
+      ->capture_default_str();
+  cmd.add_option("--nccl-init-timeout", f.nccl_init_timeout,
+                 "seconds rank 0 waits for the other ranks, and a rank for rank 0")
+      ->capture_default_str();
   if (with_memory_utilization) {
     cmd.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
                    "share of GPU memory for weights, workspaces and KV cache; the KV pool gets "
@@ -84,6 +99,94 @@ Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string&
   return *type;
 }
 
+namespace {
+
+// The checked multi-process flags: nullopt for one process.
+Result<std::optional<RankWorld>> rank_world(const DeviceFlags& f) {
+  if (f.world_size < 1 || f.world_size > 1024) {
+    return Err(ErrorCode::kInvalidInput,
+               "--world-size must be in [1, 1024] (got " + std::to_string(f.world_size) + ")");
+  }
+  if (f.rank < 0 || f.rank >= f.world_size) {
+    return Err(ErrorCode::kInvalidInput, "--rank " + std::to_string(f.rank) +
+                                             " is outside --world-size " +
+                                             std::to_string(f.world_size) + " (ranks 0.." +
+                                             std::to_string(f.world_size - 1) + ")");
+  }
+  if (f.world_size == 1) {
+    if (!f.nccl_init.empty()) {
+      return Err(ErrorCode::kInvalidInput,
+                 "--nccl-init needs --world-size > 1 (the processes of the pipeline)");
+    }
+    return std::optional<RankWorld>();
+  }
+  if (f.nccl_init.empty()) {
+    return Err(ErrorCode::kInvalidInput,
+               "--world-size " + std::to_string(f.world_size) +
+                   " needs --nccl-init tcp://HOST:PORT (where rank 0 listens)");
+  }
+  auto address = parse_rendezvous_url(f.nccl_init);
+  if (!address.ok()) return address.error();
+  if (!(f.nccl_init_timeout > 0.0 && f.nccl_init_timeout <= 86400.0)) {
+    return Err(ErrorCode::kInvalidInput, "--nccl-init-timeout must be in (0, 86400] seconds, got " +
+                                             format_number(f.nccl_init_timeout));
+  }
+  if (f.pipeline_parallel != 1 && f.pipeline_parallel != f.world_size) {
+    return Err(ErrorCode::kInvalidInput,
+               "--pipeline-parallel " + std::to_string(f.pipeline_parallel) +
+                   " with --world-size " + std::to_string(f.world_size) +
+                   ": each process runs one stage (leave --pipeline-parallel out)");
+  }
+  if (f.gpus.size() > 1) {
+    return Err(ErrorCode::kInvalidInput,
+               "--gpu lists " + std::to_string(f.gpus.size()) +
+                   " GPUs; with --world-size each process names its own one");
+  }
+  RankWorld w;
+  w.address = *address;
+  w.rank = static_cast<int>(f.rank);
+  w.world_size = static_cast<int>(f.world_size);
+  w.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.nccl_init_timeout * 1000.0));
+  return std::optional<RankWorld>(w);
+}
+
+// The stage a rank runs on its device (--device, --gpu, --gpu-memory-utilization, --threads).
+StageFactory rank_stage_factory(const DeviceFlags& f, std::shared_ptr<const GgufFile> file,
+                                int cpu_threads) {
+#if defined(NOVASERVE_WITH_GPU)
+  if (f.device == gpu::gpu_vendor()) {
+    return [f, file](LayerRange range) {
+      return gpu::create_gpu_stage(file, range, static_cast<int>(f.gpu), f.gpu_memory_utilization,
+                                   !f.no_graphs);
+    };
+  }
+#endif
+  return
+      [file, cpu_threads](LayerRange range) { return create_cpu_stage(file, range, cpu_threads); };
+}
+
+}  // namespace
+
+std::optional<int> run_if_worker_rank(const DeviceFlags& f, const std::string& model,
+                                      int cpu_threads, const char* command) {
+  if (f.world_size == 1 && f.rank == 0 && f.nccl_init.empty()) return std::nullopt;
+  // Every device flag, and the rank flags, before anything loads.
+  auto factory = device_runner_factory(f, cpu_threads);
+  if (!factory.ok()) return cli_error(command, factory.error().message);
+  if (f.rank == 0) return std::nullopt;
+  auto world = rank_world(f);
+  if (!world.ok()) return cli_error(command, world.error().message);
+  auto file = GgufFile::open(model);
+  if (!file.ok()) return cli_error(command, file.error().message);
+  std::shared_ptr<const GgufFile> gguf(std::move(file.value()));
+  const Status st =
+      run_pipeline_rank(*gguf, **world, f.device, rank_stage_factory(f, gguf, cpu_threads));
+  if (!st.ok()) {
+    return cli_error(command, st.error().message, st.error().code == ErrorCode::kIo ? 1 : 2);
+  }
+  return 0;
+}
+
 Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads,
                                             uint64_t kv_bytes) {
   if (f.device != "cpu" && f.device != "cuda" && f.device != "hip") {
@@ -91,6 +194,8 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
                "--device must be cpu, cuda or hip (got '" + f.device + "')");
   }
   if (!f.gpu_error.empty()) return Err(ErrorCode::kInvalidInput, f.gpu_error);
+  auto world = rank_world(f);
+  if (!world.ok()) return world.error();
   if (f.gpus.size() > 1 && static_cast<int64_t>(f.gpus.size()) != f.pipeline_parallel) {
     return Err(ErrorCode::kInvalidInput,
                "--gpu lists " + std::to_string(f.gpus.size()) + " GPUs; --pipeline-parallel " +
@@ -108,9 +213,36 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
     return Err(ErrorCode::kInvalidInput, "--pipeline-parallel must be in [1, 1024] (got " +
                                              std::to_string(f.pipeline_parallel) + ")");
   }
-  if (f.pipeline_parallel == 1 && f.pipeline_flags_given) {
+  if (pipeline_stages(f) == 1 && f.pipeline_flags_given) {
     return Err(ErrorCode::kInvalidInput,
                "--layer-split and --micro-batching apply to --pipeline-parallel > 1 only");
+  }
+  if (world->has_value()) {
+    if (f.device == "cpu" && f.gpu_flags_given) {
+      return Err(ErrorCode::kInvalidInput,
+                 "--gpu, --no-graphs and --gpu-memory-utilization apply to --device cuda or hip "
+                 "only (this run uses the CPU)");
+    }
+#if defined(NOVASERVE_WITH_GPU)
+    const bool built = f.device == "cpu" || f.device == gpu::gpu_vendor();
+#else
+    const bool built = f.device == "cpu";
+#endif
+    if (!built) {
+      return Err(ErrorCode::kInvalidInput, "--device " + f.device +
+                                               ": this novaserve was built without it (build "
+                                               "with `cmake --preset " +
+                                               f.device + "`)");
+    }
+    const PipelineConfig pipeline{f.world_size, f.layer_split, f.micro_batching, kv_bytes};
+    return RunnerFactory(
+        [pipeline, world = **world, f, cpu_threads](
+            std::shared_ptr<const GgufFile> file) -> Result<std::unique_ptr<ModelRunner>> {
+          auto runner = create_rank0_pipeline(file, pipeline, world, f.device,
+                                              rank_stage_factory(f, file, cpu_threads));
+          if (!runner.ok()) return runner.error();
+          return std::unique_ptr<ModelRunner>(std::move(runner.value()));
+        });
   }
   if (f.device == "cpu") {
     if (f.gpu_flags_given) {
@@ -168,9 +300,13 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
 }
 
 Status check_pipeline_split(const DeviceFlags& f, const GgufFile& file, uint64_t kv_bytes) {
-  if (f.pipeline_parallel <= 1) return {};
+  if (pipeline_stages(f) <= 1) return {};
   auto split = choose_layer_split(
-      file, PipelineConfig{f.pipeline_parallel, f.layer_split, f.micro_batching, kv_bytes});
+      file, PipelineConfig{pipeline_stages(f), f.layer_split, f.micro_batching, kv_bytes});
+  if (!split.ok() && f.world_size > 1) {
+    return Err(split.error().code,
+               "--world-size " + std::to_string(f.world_size) + ": " + split.error().message);
+  }
   if (!split.ok()) return split.error();
   return {};
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,10 +38,16 @@ struct DeviceFlags {
   std::string layer_split = "auto";   ///< --layer-split: auto or per-stage layer counts
   bool micro_batching = false;        ///< --micro-batching / --no-micro-batching
   bool pipeline_flags_given = false;  ///< --layer-split or --(no-)micro-batching appeared
+  /// Several processes, one stage each (runtime/pipeline/rank_pipeline.h).
+  std::string nccl_init;           ///< --nccl-init tcp://HOST:PORT; "" = one process
+  int64_t rank = 0;                ///< --rank
+  int64_t world_size = 1;          ///< --world-size
+  double nccl_init_timeout = 120;  ///< --nccl-init-timeout, seconds
 };
 
-/// Adds --device, --gpu, --no-graphs and the pipeline flags, plus --gpu-memory-utilization when
-/// `with_memory_utilization` (commands whose KV pool is sized by the engine).
+/// Adds --device, --gpu, --no-graphs, the pipeline and multi-process flags, plus
+/// --gpu-memory-utilization when `with_memory_utilization` (commands whose KV pool is sized by the
+/// engine).
 void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilization);
 
 /// The device flags of each of `replicas` (>= 1) data-parallel replicas of P =
@@ -52,6 +59,21 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
 /// one pipeline on one device share one budget). On the CPU, `replicas` copies of `f`. Errors:
 /// kInvalidInput when a --gpu list was given and its length is not replicas x P.
 Result<std::vector<DeviceFlags>> replica_device_flags(const DeviceFlags& f, int64_t replicas);
+
+/// The pipeline's stage count: --world-size when several processes run it, else
+/// --pipeline-parallel.
+inline int64_t pipeline_stages(const DeviceFlags& f) {
+  return f.world_size > 1 ? f.world_size : f.pipeline_parallel;
+}
+
+/// With --world-size W > 1 and --rank R >= 1, this process only serves its pipeline stage: it
+/// checks the device flags, opens `model`, joins rank 0 at --nccl-init and serves until rank 0
+/// shuts it down (runtime/pipeline/rank_pipeline.h). Returns the command's exit code then: 0
+/// after rank 0 shut it down, 2 for bad flags or a bad model, 1 for a failed link (nobody
+/// answered within --nccl-init-timeout, rank 0 refused it or went away), each with one line on
+/// stderr naming `command`. Returns nullopt for rank 0 and single-process runs, which go on.
+std::optional<int> run_if_worker_rank(const DeviceFlags& f, const std::string& model,
+                                      int cpu_threads, const char* command);
 
 /// Whether --device names a GPU backend.
 inline bool is_gpu_device(const DeviceFlags& f) {
@@ -69,12 +91,18 @@ Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string&
 /// counts `kv_bytes` of KV pool (the engine's --kv-cache-memory; 0 where it is not known ahead),
 /// or GPU stages on the --gpu entries (runtime/gpu/gpu_pipeline.h). The one place that
 /// constructs a concrete backend for the engine; the caller checks `cpu_threads` >= 0.
+/// With --world-size > 1 (rank 0), the factory waits for the other ranks and builds a
+/// multi-process pipeline whose stage 0 runs here.
 /// Errors: kInvalidInput for an unknown device, a negative --gpu, a --gpu-memory-utilization
 /// outside (0, 1], GPU-only flags with --device cpu (they would do nothing), a
 /// --pipeline-parallel outside [1, 1024], pipeline flags without --pipeline-parallel > 1, a GPU
 /// backend this binary was built without (naming the CMake preset that builds it), or a --gpu
 /// list of more than one entry whose length is not --pipeline-parallel (serve --data-parallel
-/// splits a longer one first: replica_device_flags()). The factory's own errors include a
+/// splits a longer one first: replica_device_flags()); for the multi-process flags: a
+/// --world-size outside [1, 1024], a --rank outside [0, --world-size), --nccl-init without a
+/// world of several ranks or the other way round, a malformed --nccl-init, a
+/// --nccl-init-timeout outside (0, 86400], a --pipeline-parallel other than --world-size, or
+/// more than one --gpu entry per rank. The factory's own errors include a
 /// --layer-split that does not fit the model (one line: parse_layer_split).
 Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads,
                                             uint64_t kv_bytes = 0);

@@ -29,6 +29,7 @@ namespace {
 struct GenerateOptions {
   std::string model;
   std::string prompt;
+  bool prompt_given = false;  ///< --prompt appeared (required but on ranks >= 1)
   int64_t max_tokens = 128;
   float temperature = 0.8f;
   float top_p = 0.95f;
@@ -77,6 +78,9 @@ bool apply_mask(std::span<const uint32_t> mask, float* logits, int32_t n_vocab) 
 int run_generate(const GenerateOptions& o) {
   if (o.max_tokens < 1) return fail("--max-tokens must be >= 1");
   if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
+  // Ranks other than 0 of a multi-process pipeline serve their stage only.
+  if (auto code = run_if_worker_rank(o.device, o.model, o.threads, "generate")) return *code;
+  if (!o.prompt_given) return fail("--prompt is required");
   SamplingParams sp;
   sp.temperature = o.temperature;
   sp.top_k = o.top_k;
@@ -98,7 +102,11 @@ int run_generate(const GenerateOptions& o) {
   auto make_runner = device_runner_factory(o.device, o.threads);
   if (!make_runner.ok()) return fail(make_runner.error().message);
   auto model_r = (*make_runner)(gguf);
-  if (!model_r.ok()) return fail(o.model + ": " + model_r.error().message);
+  if (!model_r.ok()) {
+    // A pipeline rank that never joined is no bad input: exit 1.
+    return cli_error("generate", o.model + ": " + model_r.error().message,
+                     model_r.error().code == ErrorCode::kIo ? 1 : 2);
+  }
   ModelRunner& model = **model_r;
   const ModelConfig& cfg = model.config();
   if (tok.n_vocab() > cfg.n_vocab) {
@@ -215,7 +223,10 @@ void register_generate(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "generate", "Generate a completion for one prompt, streaming it to stdout");
   cmd->add_option("--model,-m", opts->model, "GGUF model file")->required();
-  cmd->add_option("--prompt,-p", opts->prompt, "prompt text")->required();
+  // Required, except on the ranks >= 1 of a multi-process pipeline (run_generate checks it).
+  cmd->add_option("--prompt,-p", opts->prompt, "prompt text")->each([opts](const std::string&) {
+    opts->prompt_given = true;
+  });
   cmd->add_option("--max-tokens,-n", opts->max_tokens, "maximum tokens to generate")
       ->capture_default_str();
   cmd->add_option("--temperature,-t", opts->temperature, "sampling temperature; 0 = greedy")

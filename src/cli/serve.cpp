@@ -133,7 +133,8 @@ Result<ReplicaOptions> to_replica_options(const EngineFlags& f, const EngineOpti
   auto devices = replica_device_flags(f.device, f.data_parallel);
   if (!devices.ok()) return devices.error();
   for (const DeviceFlags& d : devices.value()) {
-    auto make_runner = device_runner_factory(d, static_cast<int>(f.threads));
+    // The KV pool size too: a CPU pipeline's runner reports it as its KV budget.
+    auto make_runner = device_runner_factory(d, static_cast<int>(f.threads), base.kv_cache_memory);
     if (!make_runner.ok()) return make_runner.error();
     EngineOptions o = base;
     o.make_runner = std::move(make_runner.value());
@@ -281,6 +282,18 @@ void register_serve(CLI::App& app, int& exit_code) {
     auto engine = to_engine_options(*engine_flags, batch_log);
     if (!engine.ok()) {
       exit_code = fail(engine.error().message);
+      return;
+    }
+    if (engine_flags->device.world_size > 1 && engine_flags->data_parallel > 1) {
+      exit_code = fail(
+          "--data-parallel with --world-size: a multi-process pipeline is one replica (run "
+          "several pipeline groups behind a load balancer, docs/multi-gpu.md)");
+      return;
+    }
+    // Ranks other than 0 serve their pipeline stage only: no HTTP server.
+    if (auto code = run_if_worker_rank(engine_flags->device, serve_flags->model,
+                                       static_cast<int>(engine_flags->threads), "serve")) {
+      exit_code = *code;
       return;
     }
     auto numa_log = apply_numa(*numa, engine_flags->device);

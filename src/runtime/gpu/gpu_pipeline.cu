@@ -31,6 +31,15 @@ Result<uint64_t> estimated_kv_bytes(const GgufFile& file, const ModelConfig& con
 
 }  // namespace
 
+Result<std::unique_ptr<PipelineStage>> create_gpu_stage(std::shared_ptr<const GgufFile> file,
+                                                        LayerRange range, int ordinal,
+                                                        double utilization, bool graphs) {
+  auto runner = GpuLlamaRunner::create(std::move(file), GpuRunnerOptions{ordinal, graphs, range});
+  if (!runner.ok()) return runner.error();
+  return std::unique_ptr<PipelineStage>(
+      std::make_unique<GpuStage>(std::move(runner.value()), utilization));
+}
+
 Result<std::unique_ptr<PipelineRunner>> create_gpu_pipeline(std::shared_ptr<const GgufFile> file,
                                                             const PipelineConfig& config,
                                                             const GpuPipelineDevices& devices) {

@@ -10,6 +10,7 @@
 #include "gguf/gguf_file.h"
 #include "runtime/pipeline/cpu_pipeline.h"
 #include "runtime/pipeline/pipeline_runner.h"
+#include "runtime/pipeline/pipeline_stage.h"
 
 namespace novaserve::gpu {
 
@@ -21,6 +22,13 @@ struct GpuPipelineDevices {
   std::vector<double> utilization;
   bool graphs = true;  ///< as GpuRunnerOptions::graphs
 };
+
+/// One GPU stage of layers `range` of `file` on device `ordinal`, whose KV budget is the
+/// `utilization` share of that device: what a rank of a multi-process pipeline runs
+/// (runtime/pipeline/rank_pipeline.h). Errors: those of GpuLlamaRunner::create.
+Result<std::unique_ptr<PipelineStage>> create_gpu_stage(std::shared_ptr<const GgufFile> file,
+                                                        LayerRange range, int ordinal,
+                                                        double utilization, bool graphs);
 
 /// Chooses the split (config.layer_split; for "auto", weights by tensor sizes plus an estimate
 /// of the KV pool: the sum over the distinct devices of utilization x total memory, less the

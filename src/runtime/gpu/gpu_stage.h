@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/gpu/platform/gpu_status.h"
 #include "runtime/gpu/gpu_llama_runner.h"
 #include "runtime/pipeline/pipeline_stage.h"
 
@@ -25,6 +26,16 @@ class GpuStage final : public PipelineStage {
   }
   Result<float*> hidden_input(int64_t n_rows) override { return runner_->hidden_input(n_rows); }
   const float* hidden_output() const override { return runner_->hidden_output(); }
+  /// Host to device on the stage's stream, then synchronized.
+  Status load_hidden_input(const float* src, int64_t n_rows, int64_t n_embd) override {
+    auto dst = runner_->hidden_input(n_rows);
+    if (!dst.ok()) return dst.error();
+    return copy(*dst, src, n_rows * n_embd, cudaMemcpyHostToDevice);
+  }
+  /// Device to host on the stage's stream, then synchronized.
+  Status read_hidden_output(float* dst, int64_t n_values) const override {
+    return copy(dst, runner_->hidden_output(), n_values, cudaMemcpyDeviceToHost);
+  }
   const float* logits(size_t seq, int32_t token) const override {
     return runner_->logits(seq, token);
   }
@@ -50,6 +61,13 @@ class GpuStage final : public PipelineStage {
   const GpuLlamaRunner& runner() const { return *runner_; }
 
  private:
+  Status copy(float* dst, const float* src, int64_t n, cudaMemcpyKind kind) const {
+    NOVASERVE_GPU_RETURN_IF_ERROR(cudaSetDevice(runner_->device()));
+    NOVASERVE_GPU_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(float), kind, runner_->stream()));
+    return gpu_status(cudaStreamSynchronize(runner_->stream()), "pipeline hidden-state copy");
+  }
+
   std::unique_ptr<GpuLlamaRunner> runner_;
   double utilization_ = 0.9;
 };

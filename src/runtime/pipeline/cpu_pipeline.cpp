@@ -19,25 +19,33 @@ Result<std::vector<int64_t>> choose_layer_split(const GgufFile& file,
                            pipeline_memory_model(*weights, config.kv_bytes, 0));
 }
 
+Result<std::unique_ptr<PipelineStage>> create_cpu_stage(std::shared_ptr<const GgufFile> file,
+                                                        LayerRange range, int cpu_threads) {
+  auto model_config = ModelConfig::from_gguf(*file);
+  if (!model_config.ok()) return model_config.error();
+  auto weights = weight_bytes(*file, *model_config);
+  if (!weights.ok()) return weights.error();
+  // Weights only: the KV pools and workspaces are counted as allocated.
+  const uint64_t bytes = range_bytes(pipeline_memory_model(*weights, 0, 0), range);
+  auto model = LlamaModel::create(std::move(file), std::make_unique<CpuBackend>(cpu_threads));
+  if (!model.ok()) return model.error();
+  return std::unique_ptr<PipelineStage>(
+      std::make_unique<CpuStage>(std::move(model.value()), range, bytes));
+}
+
 Result<std::unique_ptr<PipelineRunner>> create_cpu_pipeline(std::shared_ptr<const GgufFile> file,
                                                             const PipelineConfig& config,
                                                             int cpu_threads) {
   auto model_config = ModelConfig::from_gguf(*file);
   if (!model_config.ok()) return model_config.error();
-  auto weights = weight_bytes(*file, *model_config);
-  if (!weights.ok()) return weights.error();
   auto split = choose_layer_split(*file, config);
   if (!split.ok()) return split.error();
-  // Weights only: the KV pools and workspaces are counted as allocated.
-  const std::vector<uint64_t> stage_weights =
-      stage_bytes(pipeline_memory_model(*weights, 0, 0), *split);
   const std::vector<LayerRange> ranges = layer_ranges(*split);
   std::vector<std::unique_ptr<PipelineStage>> stages;
-  for (size_t s = 0; s < ranges.size(); ++s) {
-    auto model = LlamaModel::create(file, std::make_unique<CpuBackend>(cpu_threads));
-    if (!model.ok()) return model.error();
-    stages.push_back(
-        std::make_unique<CpuStage>(std::move(model.value()), ranges[s], stage_weights[s]));
+  for (const LayerRange& r : ranges) {
+    auto stage = create_cpu_stage(file, r, cpu_threads);
+    if (!stage.ok()) return stage.error();
+    stages.push_back(std::move(stage.value()));
   }
   return PipelineRunner::create(
       *model_config, std::move(stages),

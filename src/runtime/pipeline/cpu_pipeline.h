@@ -10,6 +10,7 @@
 #include "common/result.h"
 #include "gguf/gguf_file.h"
 #include "runtime/pipeline/pipeline_runner.h"
+#include "runtime/pipeline/pipeline_stage.h"
 
 namespace novaserve {
 
@@ -28,6 +29,13 @@ struct PipelineConfig {
 /// checking flags before anything else runs. Errors: those of ModelConfig::from_gguf,
 /// weight_bytes and parse_layer_split (one-line kInvalidInput).
 Result<std::vector<int64_t>> choose_layer_split(const GgufFile& file, const PipelineConfig& config);
+
+/// One CPU stage of layers `range` of `file` (a LlamaModel on a CpuBackend of `cpu_threads`
+/// threads, 0 = all cores), counting its weights as layer_split.h does: what a rank of a
+/// multi-process pipeline runs (rank_pipeline.h). Errors: those of ModelConfig::from_gguf,
+/// weight_bytes and LlamaModel::create.
+Result<std::unique_ptr<PipelineStage>> create_cpu_stage(std::shared_ptr<const GgufFile> file,
+                                                        LayerRange range, int cpu_threads);
 
 /// Reads `file`'s config, chooses the split (layer_split.h: weights by tensor sizes plus
 /// kv_bytes shared evenly by the layers) and creates one LlamaModel on a CpuBackend of

@@ -65,19 +65,21 @@ PipelineMemoryModel pipeline_memory_model(const WeightBytes& w, uint64_t kv_byte
   return m;
 }
 
+uint64_t range_bytes(const PipelineMemoryModel& m, LayerRange r) {
+  const auto n_layer = static_cast<int64_t>(m.layer_bytes.size());
+  uint64_t b = m.stage_bytes;
+  if (r.first == 0) b += m.first_stage_bytes;
+  if (r.last == n_layer) b += m.last_stage_bytes;
+  for (int64_t l = std::max<int64_t>(r.first, 0); l < std::min(r.last, n_layer); ++l) {
+    b += m.layer_bytes[static_cast<size_t>(l)];
+  }
+  return b;
+}
+
 std::vector<uint64_t> stage_bytes(const PipelineMemoryModel& m,
                                   const std::vector<int64_t>& layers_per_stage) {
   std::vector<uint64_t> out;
-  size_t layer = 0;
-  for (size_t s = 0; s < layers_per_stage.size(); ++s) {
-    uint64_t b = m.stage_bytes;
-    if (s == 0) b += m.first_stage_bytes;
-    if (s + 1 == layers_per_stage.size()) b += m.last_stage_bytes;
-    for (int64_t i = 0; i < layers_per_stage[s] && layer < m.layer_bytes.size(); ++i) {
-      b += m.layer_bytes[layer++];
-    }
-    out.push_back(b);
-  }
+  for (const LayerRange& r : layer_ranges(layers_per_stage)) out.push_back(range_bytes(m, r));
   return out;
 }
 

@@ -42,6 +42,9 @@ Result<WeightBytes> weight_bytes(const GgufFile& file, const ModelConfig& config
 PipelineMemoryModel pipeline_memory_model(const WeightBytes& w, uint64_t kv_bytes,
                                           uint64_t workspace_bytes);
 
+/// Bytes of the stage that runs layers `r` (first stage: the embedding; last: the head).
+uint64_t range_bytes(const PipelineMemoryModel& m, LayerRange r);
+
 /// Bytes each stage of `layers_per_stage` holds under `m`.
 std::vector<uint64_t> stage_bytes(const PipelineMemoryModel& m,
                                   const std::vector<int64_t>& layers_per_stage);

@@ -43,6 +43,13 @@ class PipelineStage {
   virtual Result<float*> hidden_input(int64_t n_rows) = 0;
   /// The hidden state the last forward() left, [n_rows][n_embd] f32 in this stage's memory.
   virtual const float* hidden_output() const = 0;
+  /// Copies the next forward()'s input hidden state, [n_rows][n_embd] f32, from host memory
+  /// `src` into hidden_input(n_rows). The default serves stages in host memory; a device stage
+  /// copies to the device. Errors: those of hidden_input; kInternal for a failed device copy.
+  virtual Status load_hidden_input(const float* src, int64_t n_rows, int64_t n_embd);
+  /// Copies the first `n_values` floats of hidden_output() to host memory `dst`. Errors:
+  /// kInternal for a failed device copy.
+  virtual Status read_hidden_output(float* dst, int64_t n_values) const;
   /// The last stage's logits of the last forward(), as ModelRunner::logits.
   virtual const float* logits(size_t seq, int32_t token) const = 0;
   /// The last stage's ModelRunner::greedy_token for the last forward(): nullopt where the

@@ -1,10 +1,14 @@
 // Pipeline parallelism on the CPU backend (runtime/pipeline): 2- and 3-stage pipelines give the
 // same greedy tokens and bit-identical logits as one stage on the golden prompts, at batch 1 and
 // 32, with micro-batching on and off, run directly and through the engine; each stage holds
-// only its layers' KV pool.
+// only its layers' KV pool. The same through ranks of a multi-process pipeline (rank_pipeline.h),
+// run as threads over loopback TCP.
 #include "runtime/pipeline/pipeline_runner.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -12,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "../../../golden/golden_data.h"
 #include "../../gguf/gguf_test_util.h"
@@ -20,6 +25,7 @@
 #include "engine/sequence_kv_cache.h"
 #include "model/llama_model.h"
 #include "runtime/pipeline/cpu_pipeline.h"
+#include "runtime/pipeline/rank_pipeline.h"
 #include "tokenizer/tokenizer.h"
 
 namespace novaserve {
@@ -153,6 +159,81 @@ TEST_F(PipelineRunnerTest, Batch32MatchesOneStageBitForBit) {
     const BatchRun got = run_batch(*pipe, prompts);
     EXPECT_EQ(got.tokens, expected.tokens);
     EXPECT_EQ(got.logits_hash, expected.logits_hash);
+  }
+}
+
+// A loopback port nobody listens on now (bound, read, closed).
+uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A pipeline of `world` ranks: rank 0 here, the others on threads that serve CPU stages until
+// the pipeline is destroyed (then they must have ended cleanly).
+class RankThreads {
+ public:
+  RankThreads(std::shared_ptr<const GgufFile> file, int world, const std::string& split,
+              bool micro_batching) {
+    RankWorld w;
+    w.address = RendezvousAddress{"127.0.0.1", free_port()};
+    w.world_size = world;
+    w.timeout = std::chrono::seconds(30);
+    const StageFactory cpu = [file](LayerRange r) { return create_cpu_stage(file, r, kThreads); };
+    status_.resize(static_cast<size_t>(world - 1));
+    for (int r = 1; r < world; ++r) {
+      RankWorld mine = w;
+      mine.rank = r;
+      threads_.emplace_back([this, file, mine, cpu, r] {
+        status_[static_cast<size_t>(r - 1)] = run_pipeline_rank(*file, mine, "cpu", cpu);
+      });
+    }
+    auto p =
+        create_rank0_pipeline(file, PipelineConfig{0, split, micro_batching, 0}, w, "cpu", cpu);
+    EXPECT_TRUE(p.ok()) << p.error().message;
+    if (p.ok()) pipeline = std::move(p.value());
+  }
+  ~RankThreads() {
+    pipeline.reset();  // shuts the ranks down
+    for (auto& t : threads_) t.join();
+    for (size_t r = 0; r < status_.size(); ++r) {
+      EXPECT_TRUE(status_[r].ok()) << "rank " << r + 1 << ": " << status_[r].error().message;
+    }
+  }
+
+  std::unique_ptr<PipelineRunner> pipeline;
+
+ private:
+  std::vector<std::thread> threads_;
+  std::vector<Status> status_;
+};
+
+TEST_F(PipelineRunnerTest, RanksOverTcpMatchOneStageBitForBit) {
+  auto ref = one_stage();
+  const auto prompts = batch(32);
+  const BatchRun expected32 = run_batch(*ref, prompts);
+  const BatchRun expected1 = run_batch(*ref, {prompts_[0]});
+  for (const Config& c : kConfigs) {
+    SCOPED_TRACE(std::to_string(c.stages) + " ranks, split " + c.split + ", micro-batching " +
+                 (c.micro_batching ? "on" : "off"));
+    RankThreads ranks(gguf_, static_cast<int>(c.stages), c.split, c.micro_batching);
+    ASSERT_NE(ranks.pipeline, nullptr);
+    ASSERT_EQ(ranks.pipeline->n_stages(), c.stages);
+    const BatchRun got32 = run_batch(*ranks.pipeline, prompts);
+    EXPECT_EQ(got32.tokens, expected32.tokens);
+    EXPECT_EQ(got32.logits_hash, expected32.logits_hash);
+    const BatchRun got1 = run_batch(*ranks.pipeline, {prompts_[0]});
+    EXPECT_EQ(got1.tokens, expected1.tokens);
+    EXPECT_EQ(got1.logits_hash, expected1.logits_hash);
+    const auto m = ranks.pipeline->memory();
+    ASSERT_EQ(m.size(), static_cast<size_t>(c.stages));
+    for (const StageMemory& s : m) EXPECT_GT(s.weights, 0u);  // the remote ranks' own figures
   }
 }
 

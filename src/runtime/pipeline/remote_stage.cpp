@@ -1,0 +1,156 @@
+#include "runtime/pipeline/remote_stage.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/check.h"
+#include "model/forward_check.h"
+#include "runtime/pipeline/stage_protocol.h"
+
+namespace novaserve {
+
+Result<std::unique_ptr<RemoteStage>> RemoteStage::create(RankLink link, LayerRange layers,
+                                                         int64_t n_embd, int64_t n_vocab,
+                                                         bool last) {
+  std::unique_ptr<RemoteStage> s(new RemoteStage());
+  s->who_ = "rank " + std::to_string(link.peer_rank());
+  s->link_ = std::make_unique<RankLink>(std::move(link));
+  s->layers_ = layers;
+  s->n_embd_ = n_embd;
+  s->n_vocab_ = n_vocab;
+  s->last_ = last;
+  auto answer = s->call({{"op", "assign"}, {"first", layers.first}, {"last", layers.last}});
+  if (!answer.ok()) return answer.error();
+  s->describe_ = s->who_ + ": " + header_string(answer->header, "describe");
+  s->memory_domain_ = s->who_ + " " + header_string(answer->header, "memory_domain");
+  return s;
+}
+
+RemoteStage::~RemoteStage() {
+  if (link_) (void)link_->send({{"op", "shutdown"}});
+}
+
+Result<RankMessage> RemoteStage::call(const nlohmann::json& header,
+                                      std::span<const uint8_t> payload) const {
+  NOVASERVE_RETURN_IF_ERROR(link_->send(header, payload));
+  auto answer = link_->receive();
+  if (!answer.ok()) return answer.error();
+  NOVASERVE_RETURN_IF_ERROR(answer_status(*answer, who_));
+  return answer;
+}
+
+Result<float*> RemoteStage::hidden_input(int64_t n_rows) {
+  hidden_in_.resize(static_cast<size_t>(n_rows * n_embd_));
+  return hidden_in_.data();
+}
+
+Status RemoteStage::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
+                            int32_t block_size) {
+  auto answer = call({{"op", "reserve"},
+                      {"max_rows", max_rows},
+                      {"max_seqs", max_seqs},
+                      {"max_context", max_context},
+                      {"block_size", block_size}});
+  if (!answer.ok()) return answer.error();
+  hidden_in_.reserve(static_cast<size_t>(max_rows * n_embd_));
+  return {};
+}
+
+Result<KvPoolMemory> RemoteStage::allocate_kv(uint64_t bytes) {
+  auto answer = call({{"op", "allocate_kv"}, {"bytes", bytes}});
+  if (!answer.ok()) return answer.error();
+  pool_tokens_.push_back(std::make_unique<uint8_t[]>(2));
+  return KvPoolMemory{pool_tokens_.back().get(), pool_tokens_.back().get() + 1};
+}
+
+StageMemory RemoteStage::memory() const {
+  auto answer = call({{"op", "memory"}});
+  if (!answer.ok()) return {};
+  const auto get = [&](const char* key) {
+    return static_cast<uint64_t>(std::max<int64_t>(0, header_int(answer->header, key).value_or(0)));
+  };
+  return StageMemory{get("weights"), get("kv"), get("workspace")};
+}
+
+std::optional<uint64_t> RemoteStage::kv_memory_budget() const {
+  auto answer = call({{"op", "kv_budget"}});
+  if (!answer.ok()) return std::nullopt;
+  const std::optional<int64_t> b = header_int(answer->header, "budget");
+  if (!b || *b < 0) return std::nullopt;
+  return static_cast<uint64_t>(*b);
+}
+
+Status RemoteStage::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
+  seq_pools_.resize(seqs.size());
+  int64_t rows = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const auto it = std::find_if(pool_tokens_.begin(), pool_tokens_.end(),
+                                 [&](const auto& t) { return t.get() == seqs[i].kv.k; });
+    if (it == pool_tokens_.end()) {
+      return Err(ErrorCode::kInvalidInput,
+                 who_ + ": sequence " + std::to_string(i) + "'s KV view is not one of its pools");
+    }
+    seq_pools_[i] = static_cast<int32_t>(it - pool_tokens_.begin());
+    rows += static_cast<int64_t>(seqs[i].tokens.size());
+  }
+  const size_t n_hidden = static_cast<size_t>(rows * n_embd_);
+  if (hidden_in_.size() < n_hidden) hidden_in_.resize(n_hidden);
+  const RankMessage step =
+      encode_step(seqs, seq_pools_, mode, std::span<const float>(hidden_in_.data(), n_hidden));
+  auto answer = call(step.header, step.payload);
+  if (!answer.ok()) return answer.error();
+  const std::vector<uint8_t>& p = answer->payload;
+  if (!last_) {
+    if (p.size() != n_hidden * sizeof(float)) {
+      return Err(ErrorCode::kIo, who_ + " answered a hidden state of " + std::to_string(p.size()) +
+                                     " bytes, expected " +
+                                     std::to_string(n_hidden * sizeof(float)));
+    }
+    hidden_out_.resize(n_hidden);
+    std::memcpy(hidden_out_.data(), p.data(), p.size());
+    return {};
+  }
+  const auto g = answer->header.find("greedy");
+  if (g == answer->header.end() || !g->is_array() || g->size() != seqs.size()) {
+    return Err(ErrorCode::kIo, who_ + " answered no greedy token list for the step");
+  }
+  greedy_.resize(seqs.size());
+  seq_row_.resize(seqs.size());
+  seq_all_logits_.resize(seqs.size());
+  seq_n_tokens_.resize(seqs.size());
+  int64_t n_rows = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const nlohmann::json& t = (*g)[i];
+    const int64_t token = t.is_number_integer() ? t.get<int64_t>() : -2;
+    if (token < -1 || token >= n_vocab_) {
+      return Err(ErrorCode::kIo, who_ + " answered a greedy token outside the vocabulary");
+    }
+    greedy_[i] = static_cast<int32_t>(token);
+    seq_row_[i] = n_rows;
+    seq_all_logits_[i] = seqs[i].all_logits ? 1 : 0;
+    seq_n_tokens_[i] = static_cast<int32_t>(seqs[i].tokens.size());
+    if (greedy_[i] < 0) n_rows += seqs[i].all_logits ? seq_n_tokens_[i] : 1;
+  }
+  if (p.size() != static_cast<size_t>(n_rows * n_vocab_) * sizeof(float)) {
+    return Err(ErrorCode::kIo, who_ + " answered " + std::to_string(p.size()) +
+                                   " bytes of logits, expected " + std::to_string(n_rows) +
+                                   " rows of " + std::to_string(n_vocab_));
+  }
+  logits_.resize(static_cast<size_t>(n_rows * n_vocab_));
+  std::memcpy(logits_.data(), p.data(), p.size());
+  return {};
+}
+
+const float* RemoteStage::logits(size_t seq, int32_t token) const {
+  NOVASERVE_CHECK(seq < greedy_.size() && greedy_[seq] < 0) << who_ << " sequence " << seq;
+  const int64_t row =
+      logit_row(seq_row_[seq], seq_all_logits_[seq] != 0, seq_n_tokens_[seq], token);
+  return logits_.data() + row * n_vocab_;
+}
+
+std::optional<int32_t> RemoteStage::greedy_token(size_t seq) const {
+  if (seq >= greedy_.size() || greedy_[seq] < 0) return std::nullopt;
+  return greedy_[seq];
+}
+
+}  // namespace novaserve

@@ -1,0 +1,178 @@
+#include "runtime/pipeline/stage_server.h"
+
+#include <cstring>
+#include <vector>
+
+#include "runtime/pipeline/stage_protocol.h"
+
+namespace novaserve {
+namespace {
+
+// The rank's side of one link: its stage and its KV pools.
+class StageServer {
+ public:
+  StageServer(RankLink& link, const ModelConfig& config, const StageFactory& make_stage)
+      : link_(link), config_(config), n_embd_(config.n_embd), make_stage_(make_stage) {}
+
+  // One command; sets done_ on shutdown. Errors: those to end the loop with (after answering).
+  Status handle(const RankMessage& m);
+  bool done() const { return done_; }
+
+ private:
+  Status answer(const Result<nlohmann::json>& r, std::span<const uint8_t> payload = {}) {
+    return link_.send(r.ok() ? r.value() : error_answer(r.error()), payload);
+  }
+  Result<nlohmann::json> assign(const nlohmann::json& h);
+  Result<nlohmann::json> forward(const RankMessage& m, std::vector<uint8_t>& payload);
+
+  RankLink& link_;
+  const ModelConfig& config_;
+  int64_t n_embd_ = 0;
+  const StageFactory& make_stage_;
+  std::unique_ptr<PipelineStage> stage_;
+  std::vector<KvPoolMemory> pools_;
+  bool last_ = false;
+  bool done_ = false;
+  std::vector<ForwardSeq> seqs_;
+  std::vector<float> out_;
+};
+
+Result<nlohmann::json> StageServer::assign(const nlohmann::json& h) {
+  if (stage_) return Err(ErrorCode::kInvalidInput, "this rank already has its layers");
+  const std::optional<int64_t> first = header_int(h, "first");
+  const std::optional<int64_t> last = header_int(h, "last");
+  if (!first || !last || *first < 0 || *last <= *first || *last > config_.n_layer) {
+    return Err(ErrorCode::kInvalidInput,
+               "assign needs layers first < last <= " + std::to_string(config_.n_layer));
+  }
+  auto stage = make_stage_(LayerRange{*first, *last});
+  if (!stage.ok()) return stage.error();
+  stage_ = std::move(stage.value());
+  last_ = *last == config_.n_layer;
+  return nlohmann::json{
+      {"op", "ok"}, {"describe", stage_->describe()}, {"memory_domain", stage_->memory_domain()}};
+}
+
+Result<nlohmann::json> StageServer::forward(const RankMessage& m, std::vector<uint8_t>& payload) {
+  auto plan = decode_step(m, n_embd_);
+  if (!plan.ok()) return plan.error();
+  seqs_.clear();
+  size_t token = 0;
+  size_t block = 0;
+  for (const PlanSeq& p : plan->seqs) {
+    if (static_cast<size_t>(p.pool) >= pools_.size()) {
+      return Err(ErrorCode::kInvalidInput, "forward names KV pool " + std::to_string(p.pool) +
+                                               " of " + std::to_string(pools_.size()));
+    }
+    ForwardSeq s;
+    s.tokens = std::span<const int32_t>(plan->tokens).subspan(token, p.n_tokens);
+    s.pos0 = p.pos0;
+    s.kv.k = pools_[static_cast<size_t>(p.pool)].k;
+    s.kv.v = pools_[static_cast<size_t>(p.pool)].v;
+    s.kv.layer_stride = p.layer_stride;
+    s.kv.block_table = plan->blocks.data() + block;
+    s.kv.n_blocks = p.n_blocks;
+    s.kv.block_size = p.block_size;
+    s.kv.type = static_cast<GgmlType>(p.kv_type);
+    s.all_logits = p.all_logits;
+    s.greedy = p.greedy;
+    seqs_.push_back(s);
+    token += static_cast<size_t>(p.n_tokens);
+    block += static_cast<size_t>(p.n_blocks);
+  }
+  NOVASERVE_RETURN_IF_ERROR(stage_->load_hidden_input(plan->hidden.data(), plan->rows(), n_embd_));
+  NOVASERVE_RETURN_IF_ERROR(stage_->forward(seqs_, plan->mode));
+  const auto put = [&payload](const float* x, size_t n) {
+    const auto* b = reinterpret_cast<const uint8_t*>(x);
+    payload.insert(payload.end(), b, b + n * sizeof(float));
+  };
+  if (!last_) {
+    out_.resize(static_cast<size_t>(plan->rows() * n_embd_));
+    NOVASERVE_RETURN_IF_ERROR(
+        stage_->read_hidden_output(out_.data(), static_cast<int64_t>(out_.size())));
+    put(out_.data(), out_.size());
+    return nlohmann::json{{"op", "ok"}};
+  }
+  nlohmann::json greedy = nlohmann::json::array();
+  const auto n_vocab = static_cast<size_t>(config_.n_vocab);
+  for (size_t i = 0; i < seqs_.size(); ++i) {
+    if (const std::optional<int32_t> g = stage_->greedy_token(i)) {
+      greedy.push_back(*g);
+      continue;
+    }
+    greedy.push_back(-1);
+    const int32_t n = static_cast<int32_t>(seqs_[i].tokens.size());
+    for (int32_t t = 0; t < (seqs_[i].all_logits ? n : 1); ++t) {
+      put(stage_->logits(i, seqs_[i].all_logits ? t : -1), n_vocab);
+    }
+  }
+  return nlohmann::json{{"op", "ok"}, {"greedy", greedy}};
+}
+
+Status StageServer::handle(const RankMessage& m) {
+  const std::string op = header_string(m.header, "op");
+  const nlohmann::json& h = m.header;
+  if (op == "shutdown") {
+    done_ = true;
+    return {};
+  }
+  if (op == "assign") {
+    auto r = assign(h);
+    NOVASERVE_RETURN_IF_ERROR(answer(r));
+    if (!r.ok()) return r.error();
+    return {};
+  }
+  if (!stage_) {
+    return answer(Err(ErrorCode::kInvalidInput, "'" + op + "' before assign"));
+  }
+  if (op == "reserve") {
+    const auto get = [&](const char* k) { return header_int(h, k).value_or(-1); };
+    const int64_t rows = get("max_rows");
+    const int64_t seqs = get("max_seqs");
+    const int64_t context = get("max_context");
+    const int64_t block_size = get("block_size");
+    if (rows < 1 || seqs < 1 || context < 1 || block_size < 1 || block_size > INT32_MAX) {
+      return answer(Err(ErrorCode::kInvalidInput, "reserve needs positive sizes"));
+    }
+    const Status st = stage_->reserve(rows, seqs, context, static_cast<int32_t>(block_size));
+    if (!st.ok()) return answer(st.error());
+    return answer(nlohmann::json{{"op", "ok"}});
+  }
+  if (op == "kv_budget") {
+    const std::optional<uint64_t> b = stage_->kv_memory_budget();
+    return answer(nlohmann::json{{"op", "ok"}, {"budget", b ? nlohmann::json(*b) : nullptr}});
+  }
+  if (op == "allocate_kv") {
+    const int64_t bytes = header_int(h, "bytes").value_or(0);
+    if (bytes <= 0) return answer(Err(ErrorCode::kInvalidInput, "allocate_kv needs bytes > 0"));
+    auto mem = stage_->allocate_kv(static_cast<uint64_t>(bytes));
+    if (!mem.ok()) return answer(mem.error());
+    pools_.push_back(mem.value());
+    return answer(nlohmann::json{{"op", "ok"}});
+  }
+  if (op == "memory") {
+    const StageMemory mem = stage_->memory();
+    return answer(nlohmann::json{
+        {"op", "ok"}, {"weights", mem.weights}, {"kv", mem.kv}, {"workspace", mem.workspace}});
+  }
+  if (op == "forward") {
+    std::vector<uint8_t> payload;
+    auto r = forward(m, payload);
+    return answer(r, r.ok() ? std::span<const uint8_t>(payload) : std::span<const uint8_t>());
+  }
+  return answer(Err(ErrorCode::kInvalidInput, "unknown command '" + op + "'"));
+}
+
+}  // namespace
+
+Status serve_stage(RankLink& link, const ModelConfig& config, const StageFactory& make_stage) {
+  StageServer server(link, config, make_stage);
+  while (!server.done()) {
+    auto m = link.receive();
+    if (!m.ok()) return m.error();
+    NOVASERVE_RETURN_IF_ERROR(server.handle(*m));
+  }
+  return {};
+}
+
+}  // namespace novaserve

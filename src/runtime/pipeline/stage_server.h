@@ -1,0 +1,27 @@
+// serve_stage: what a rank other than 0 of a multi-process pipeline runs (--nccl-init ...
+// --rank R with R >= 1, docs/multi-gpu.md "Several processes"): it answers rank 0's commands
+// (stage_protocol.h) with a PipelineStage of the layers rank 0 assigns, until rank 0 says
+// shutdown or closes the link.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "common/result.h"
+#include "model/model_config.h"
+#include "runtime/pipeline/pipeline_stage.h"
+#include "runtime/pipeline/rank_link.h"
+
+namespace novaserve {
+
+/// Builds this rank's stage for the layers rank 0 assigns (a CpuStage or a GpuStage).
+using StageFactory = std::function<Result<std::unique_ptr<PipelineStage>>(LayerRange layers)>;
+
+/// Serves `link` (connected to rank 0) with the stage `make_stage` builds for the first
+/// "assign" of layers of the model `config` describes. A command that fails (a bad plan, a device
+/// error) is answered with the error and the loop goes on. Returns {} after "shutdown". Errors: kIo
+/// when the link fails or rank 0 closes it without a shutdown; the stage factory's errors (after
+/// telling rank 0).
+Status serve_stage(RankLink& link, const ModelConfig& config, const StageFactory& make_stage);
+
+}  // namespace novaserve

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# CLI test of the multi-process pipeline (--nccl-init tcp://HOST:PORT --rank R --world-size W,
+# docs/multi-gpu.md "Several processes") on the CPU, all on 127.0.0.1. Usage: multi_process.sh BINARY
+# - bad rank flags exit 2 with one line, in serve, generate and bench;
+# - a rank whose rank 0 never answers (a closed port) fails after --nccl-init-timeout with one
+#   line and exit 1, and so does a rank 0 whose ranks never come;
+# - 2 and 3 processes generate the one-process greedy text (with and without micro-batching);
+# - rank 0 refuses a rank with another model, and both say why;
+# - serve over 2 processes answers; when rank 1 dies, requests get an error, /health says
+#   unhealthy, and rank 0 still drains and exits 0.
+source "$(dirname "$0")/lib/cli_test_lib.sh"
+
+if [ ! -f "$MODEL" ]; then
+  echo "SKIP: default model $MODEL is absent (run tools/fetch_model.sh)"
+  finish
+fi
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+for cmd in generate bench serve; do
+  case $cmd in
+    generate) args=(--model "$MODEL" --prompt hi -n 2) ;;
+    bench) args=(--model "$MODEL" --batch 1 --prompt 4 --gen 2) ;;
+    serve) args=(--model "$MODEL" --port 0) ;;
+  esac
+  url=tcp://127.0.0.1:1
+  expect_exit2 "$cmd: rank outside the world size" "$BIN" $cmd "${args[@]}" --nccl-init $url \
+    --world-size 2 --rank 2 &&
+    { grep -q "rank 2 is outside --world-size 2 (ranks 0..1)" "$TMP/err" || fail "$cmd: rank message"; }
+  expect_exit2 "$cmd: negative rank" "$BIN" $cmd "${args[@]}" --nccl-init $url --world-size 2 \
+    --rank -1
+  expect_exit2 "$cmd: world size without --nccl-init" "$BIN" $cmd "${args[@]}" --world-size 2 &&
+    { grep -q "needs --nccl-init" "$TMP/err" || fail "$cmd: --nccl-init message"; }
+  expect_exit2 "$cmd: --nccl-init without a world" "$BIN" $cmd "${args[@]}" --nccl-init $url
+  expect_exit2 "$cmd: --rank without a world" "$BIN" $cmd "${args[@]}" --rank 1
+  expect_exit2 "$cmd: world size 0" "$BIN" $cmd "${args[@]}" --nccl-init $url --world-size 0
+  expect_exit2 "$cmd: not a tcp URL" "$BIN" $cmd "${args[@]}" --nccl-init 127.0.0.1:5 \
+    --world-size 2
+  expect_exit2 "$cmd: port 0" "$BIN" $cmd "${args[@]}" --nccl-init tcp://127.0.0.1:0 --world-size 2
+  expect_exit2 "$cmd: timeout 0" "$BIN" $cmd "${args[@]}" --nccl-init $url --world-size 2 \
+    --nccl-init-timeout 0
+  expect_exit2 "$cmd: --pipeline-parallel other than the world" "$BIN" $cmd "${args[@]}" \
+    --nccl-init $url --world-size 2 --pipeline-parallel 3
+  expect_exit2 "$cmd: more ranks than layers" "$BIN" $cmd "${args[@]}" --nccl-init $url \
+    --world-size 31 --nccl-init-timeout 1 &&
+    { grep -q "the model has 30 layers" "$TMP/err" || fail "$cmd: stage-count message"; }
+done
+expect_exit2 "serve: --data-parallel with a world" "$BIN" serve --model "$MODEL" --port 0 \
+  --nccl-init tcp://127.0.0.1:1 --world-size 2 --data-parallel 2
+
+# A closed port on 127.0.0.1 (bound, then released): rank 1 retries until the timeout.
+port=$(free_port)
+start=$(date +%s.%N)
+"$BIN" generate --model "$MODEL" --nccl-init tcp://127.0.0.1:$port --rank 1 --world-size 2 \
+  --nccl-init-timeout 2 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+took=$(python3 -c "print($(date +%s.%N) - $start)")
+[ $rc -eq 1 ] || fail "closed port: exit $rc, expected 1: $(head -c 300 "$TMP/err")"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "closed port: not one line: $(cat "$TMP/err")"
+grep -q "nobody answered within 2 s (rank 0 not started?)" "$TMP/err" ||
+  fail "closed port: message: $(cat "$TMP/err")"
+python3 -c "import sys; sys.exit(0 if 1.9 <= $took < 30 else 1)" ||
+  fail "closed port: took $took s, expected the 2 s timeout"
+echo "ok (exit $rc after $took s): closed port: $(cat "$TMP/err")"
+"$BIN" generate --model "$MODEL" --prompt hi -n 2 --nccl-init tcp://127.0.0.1:$(free_port) \
+  --world-size 2 --nccl-init-timeout 1 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] || fail "rank 0 alone: exit $rc, expected 1"
+grep -q "only 0 of the 1 other ranks joined within 1 s (missing: rank 1)" "$TMP/err" ||
+  fail "rank 0 alone: message: $(tail -1 "$TMP/err")"
+
+# run_ranks W FLAGS...: rank 0 generates (stdout in $TMP/pipe), ranks 1..W-1 serve; every
+# process must exit 0.
+run_ranks() {
+  local world=$1
+  shift
+  local port pids=() r
+  port=$(free_port)
+  for r in $(seq 1 $((world - 1))); do
+    "$BIN" generate --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port \
+      --world-size "$world" --rank "$r" "$@" 2>"$TMP/rank$r.err" &
+    pids+=($!)
+  done
+  "$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 \
+    --nccl-init tcp://127.0.0.1:$port --world-size "$world" "$@" >"$TMP/pipe" 2>"$TMP/err" ||
+    fail "rank 0 of $world ($*) exited $?: $(tail -c 300 "$TMP/err")"
+  for r in $(seq 1 $((world - 1))); do
+    wait "${pids[$((r - 1))]}" || fail "rank $r of $world ($*) exited $?: $(cat "$TMP/rank$r.err")"
+    grep -q "rank $r: rank 0 shut down" "$TMP/rank$r.err" || fail "rank $r: no shutdown line"
+  done
+}
+
+prompt="The capital of France is"
+"$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 >"$TMP/one" 2>/dev/null ||
+  fail "generate (one process) exited $?"
+for flags in "2" "3 --layer-split 8,12,10" "3 --micro-batching"; do
+  # shellcheck disable=SC2086
+  run_ranks $flags
+  cmp -s "$TMP/one" "$TMP/pipe" || fail "$flags processes: output differs from one process"
+  grep -q "staged-copy transport" "$TMP/err" || fail "$flags processes: no pipeline in the log"
+  grep -q "std dev .*% of the mean" "$TMP/err" || fail "$flags processes: no memory log"
+done
+echo "ok: 2 and 3 processes generate the one-process text: $(head -c 60 "$TMP/one")"
+
+# Another model on rank 1 (same shape, other tensor bytes): refused, both say why.
+if "$BIN" synth --preset smollm2-135m --type q8_0 -o "$TMP/other.gguf" >/dev/null 2>&1; then
+  port=$(free_port)
+  "$BIN" generate --model "$TMP/other.gguf" --nccl-init tcp://127.0.0.1:$port --rank 1 \
+    --world-size 2 >/dev/null 2>"$TMP/rank1.err" &
+  pid=$!
+  "$BIN" generate --model "$MODEL" --prompt hi -n 2 --nccl-init tcp://127.0.0.1:$port \
+    --world-size 2 >/dev/null 2>"$TMP/err"
+  rc=$?
+  wait $pid
+  rc1=$?
+  [ $rc -ne 0 ] && grep -q "rank 1 loaded another model" "$TMP/err" ||
+    fail "another model: rank 0 exit $rc: $(tail -1 "$TMP/err")"
+  [ $rc1 -eq 1 ] && grep -q "rank 0 refused this rank: rank 1 loaded another model" \
+    "$TMP/rank1.err" || fail "another model: rank 1 exit $rc1: $(cat "$TMP/rank1.err")"
+else
+  fail "synth of the other model failed"
+fi
+
+# serve over two processes, then rank 1 dies.
+port=$(free_port)
+http=$(free_port)
+"$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --rank 1 \
+  --world-size 2 2>"$TMP/rank1.err" &
+pid1=$!
+"$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --world-size 2 \
+  --host 127.0.0.1 --port "$http" 2>"$TMP/serve.err" &
+pid0=$!
+for _ in $(seq 1 300); do
+  curl -s "http://127.0.0.1:$http/health" | grep -q '"status":"ok"' && break
+  sleep 0.2
+done
+body='{"prompt":"The capital of France is","max_tokens":8,"temperature":0}'
+completion() {
+  curl -s -o "$TMP/resp" -w "%{http_code}" "http://127.0.0.1:$http/v1/completions" \
+    -H 'Content-Type: application/json' -d "$body"
+}
+code=$(completion)
+[ "$code" = 200 ] || fail "serve over 2 processes: HTTP $code: $(head -c 300 "$TMP/resp")"
+python3 -c 'import json, sys
+got = json.load(open(sys.argv[1]))["choices"][0]["text"]
+sys.exit(0 if got == open(sys.argv[2]).read().rstrip("\n") else 1)' "$TMP/resp" "$TMP/one" ||
+  fail "serve over 2 processes: text differs from generate: $(head -c 300 "$TMP/resp")"
+kill -9 $pid1
+wait $pid1 2>/dev/null
+code=$(completion)
+[ "$code" = 500 ] && grep -q "rank 1 closed the connection" "$TMP/resp" ||
+  fail "after rank 1 died: HTTP $code: $(head -c 300 "$TMP/resp")"
+curl -s "http://127.0.0.1:$http/health" >"$TMP/health"
+grep -q '"healthy":false' "$TMP/health" || fail "after rank 1 died: health $(cat "$TMP/health")"
+kill -TERM $pid0
+wait $pid0 || fail "rank 0 serve exited $? after rank 1 died"
+echo "ok: serve over 2 processes answered, then failed its requests cleanly when rank 1 died"
+finish
