@@ -37,8 +37,9 @@
 #               2 and 3 stages (batch 1: one micro-batch, so the same text is expected), `bench`
 #               decode at batch 32 (prompt 1024, 128 generated) for 1 stage and 2 stages with
 #               micro-batching on and off, and `serve --pipeline-parallel 2` (and with
-#               --data-parallel 2: two pipelines on GPU 0) answering a completion (pipeline.md,
-#               pipeline-*.log).
+#               --data-parallel 2: two pipelines on GPU 0) answering a completion; the same
+#               generate, bench and serve as two processes on GPU 0 (--nccl-init on 127.0.0.1,
+#               --rank 0 and 1; pipeline.md, pipeline-*.log).
 # --synth       times `novaserve synth` for llama3-8b and u15-lite-12b Q4_0 (synth.txt).
 # --seqs-sweep "N ..."  for the first model of --models: for each N, serve with --max-num-seqs N
 #               --max-num-batched-tokens 8192 and drive fin-qa open loop at --sweep-qps (default
@@ -557,6 +558,18 @@ pipeline_model() {  # pipeline_model PRESET: the --pipeline stage
         $flags >"$OUT/pipeline-generate.out" 2>>"$OUT/pipeline-generate.log"
       echo "generate ${flags:-(1 stage)}: exit $?, md5 $(md5sum <"$OUT/pipeline-generate.out" | cut -c1-12)"
     done
+    # Two processes on GPU 0 (--nccl-init on 127.0.0.1; hidden states over TCP).
+    local rdv=tcp://127.0.0.1:18499 ranks="--nccl-init tcp://127.0.0.1:18499 --world-size 2"
+    # shellcheck disable=SC2086
+    timeout 120 "$NS" generate --device cuda --model "$m" $ranks --rank 1 \
+      2>>"$OUT/pipeline-rank1.log" &
+    pid=$!
+    # shellcheck disable=SC2086
+    timeout 120 "$NS" generate --device cuda --model "$m" --prompt "$prompt" -n 32 -t 0 $ranks \
+      >"$OUT/pipeline-generate.out" 2>>"$OUT/pipeline-generate.log"
+    code=$?
+    wait "$pid"
+    echo "generate 2 processes ($rdv): exit $code (rank 1: $?), md5 $(md5sum <"$OUT/pipeline-generate.out" | cut -c1-12)"
     echo
     for flags in "" "--pipeline-parallel 2" "--pipeline-parallel 2 --micro-batching"; do
       # shellcheck disable=SC2086
@@ -565,8 +578,27 @@ pipeline_model() {  # pipeline_model PRESET: the --pipeline stage
       echo "bench batch 32 ${flags:-(1 stage)}: exit $?"
       sed 's/^/    /' "$OUT/pipeline-bench.out"
     done
+    local half="--gpu-memory-utilization 0.45"
+    # shellcheck disable=SC2086
+    timeout 200 "$NS" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 $half \
+      $ranks --rank 1 >/dev/null 2>>"$OUT/pipeline-rank1.log" &
+    pid=$!
+    # shellcheck disable=SC2086
+    timeout 200 "$NS" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 $half \
+      $ranks >"$OUT/pipeline-bench.out" 2>>"$OUT/pipeline-bench.log"
+    code=$?
+    wait "$pid"
+    echo "bench batch 32 2 processes: exit $code (rank 1: $?)"
+    sed 's/^/    /' "$OUT/pipeline-bench.out"
     echo
-    for flags in "--pipeline-parallel 2" "--pipeline-parallel 2 --data-parallel 2"; do
+    for flags in "--pipeline-parallel 2" "--pipeline-parallel 2 --data-parallel 2" \
+      "$half $ranks"; do
+      local rank_pid=""
+      if [[ $flags == *--world-size* ]]; then
+        # shellcheck disable=SC2086
+        "$NS" serve --device cuda --model "$m" $flags --rank 1 2>>"$OUT/pipeline-rank1.log" &
+        rank_pid=$!
+      fi
       # shellcheck disable=SC2086
       "$NS" serve --device cuda --model "$m" --port "$port" $flags >"$OUT/pipeline-serve.log" 2>&1 &
       pid=$!
@@ -581,6 +613,10 @@ pipeline_model() {  # pipeline_model PRESET: the --pipeline stage
       fi
       kill "$pid" 2>/dev/null
       wait "$pid" 2>/dev/null
+      if [ -n "$rank_pid" ]; then
+        wait "$rank_pid"
+        echo "serve rank 1: exit $?"
+      fi
       grep "novaserve pipeline:" "$OUT/pipeline-serve.log"
     done
   } >"$OUT/pipeline.md" 2>&1
