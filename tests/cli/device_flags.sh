@@ -11,11 +11,7 @@ if [ ! -f "$MODEL" ]; then
 fi
 
 for cmd in generate bench serve; do
-  case $cmd in
-    generate) args=(--model "$MODEL" --prompt hi -n 2) ;;
-    bench) args=(--model "$MODEL" --batch 1 --prompt 4 --gen 2) ;;
-    serve) args=(--model "$MODEL" --port 0) ;;
-  esac
+  quick_args $cmd
   expect_exit2 "$cmd: unknown device" "$BIN" $cmd "${args[@]}" --device tpu &&
     { grep -q "cpu, cuda or hip" "$TMP/err" || fail "$cmd: unknown-device message lists no devices"; }
   expect_exit2 "$cmd: negative --gpu" "$BIN" $cmd "${args[@]}" --device cuda --gpu -1

@@ -20,11 +20,7 @@ free_port() {
 }
 
 for cmd in generate bench serve; do
-  case $cmd in
-    generate) args=(--model "$MODEL" --prompt hi -n 2) ;;
-    bench) args=(--model "$MODEL" --batch 1 --prompt 4 --gen 2) ;;
-    serve) args=(--model "$MODEL" --port 0) ;;
-  esac
+  quick_args $cmd
   url=tcp://127.0.0.1:1
   expect_exit2 "$cmd: rank outside the world size" "$BIN" $cmd "${args[@]}" --nccl-init $url \
     --world-size 2 --rank 2 &&

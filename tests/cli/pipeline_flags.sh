@@ -12,11 +12,7 @@ if [ ! -f "$MODEL" ]; then
 fi
 
 for cmd in generate bench serve; do
-  case $cmd in
-    generate) args=(--model "$MODEL" --prompt hi -n 2) ;;
-    bench) args=(--model "$MODEL" --batch 1 --prompt 4 --gen 2) ;;
-    serve) args=(--model "$MODEL" --port 0) ;;
-  esac
+  quick_args $cmd
   # The default model has 30 layers.
   expect_exit2 "$cmd: split not summing to the layers" "$BIN" $cmd "${args[@]}" \
     --pipeline-parallel 2 --layer-split 10,10 &&

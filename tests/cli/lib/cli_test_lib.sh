@@ -1,6 +1,6 @@
 # Shared set-up for the CLI test scripts in tests/cli (sourced, not run).
 # Defines BIN (from $1), SRC, SHARED, MODEL, a TMP dir removed on exit, a failure counter with
-# fail(), expect_exit2() and finish().
+# fail(), expect_exit2(), quick_args() and finish().
 set -u
 BIN=${1:?usage: $(basename "$0") NOVASERVE_BINARY}
 SRC=${NOVASERVE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -33,6 +33,16 @@ expect_exit2() {
     return 1
   fi
   echo "ok (exit 2): $what: $(cat "$TMP/err")"
+}
+
+# quick_args CMD: sets the array `args` to the flags of a short run of CMD (generate, bench or
+# serve) on the default model, for the bad-flag checks of the device and pipeline flags.
+quick_args() {
+  case $1 in
+    generate) args=(--model "$MODEL" --prompt hi -n 2) ;;
+    bench) args=(--model "$MODEL" --batch 1 --prompt 4 --gen 2) ;;
+    serve) args=(--model "$MODEL" --port 0) ;;
+  esac
 }
 
 # finish: exit status of the script from the failure counter.
