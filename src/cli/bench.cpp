@@ -58,7 +58,7 @@ std::string utc_now() {
   return buf;
 }
 
-int run(const BenchFlags& f) {
+int run(const BenchFlags& f, const CLI::App& cmd) {
   const auto kv_type = resolve_kv_cache_dtype(f.device, f.kv_cache_dtype);
   if (!kv_type.ok()) return fail(kv_type.error().message);
   auto make_runner = device_runner_factory(f.device, f.threads);
@@ -73,7 +73,7 @@ int run(const BenchFlags& f) {
   if (f.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
   if (f.slo_itl_ms < 0 || !std::isfinite(f.slo_itl_ms)) return fail("--slo-itl-ms must be >= 0");
   // Ranks other than 0 of a multi-process pipeline serve their stage only.
-  if (auto code = run_if_worker_rank(f.device, f.model, f.threads, "bench")) return *code;
+  if (auto code = run_if_worker_rank(f.device, f.model, f.threads, "bench", cmd)) return *code;
   // Output files are checked before the (long) run, not after it.
   for (const std::string* path : {&f.csv, &f.json, &f.svg}) {
     if (!path->empty() && !std::ofstream(*path, std::ios::app)) {
@@ -138,7 +138,8 @@ int run(const BenchFlags& f) {
                  r.prefill_tok_s, 1e3 * r.ttft_max_s, r.decode_tok_s, r.decode_tok_s_per_seq,
                  r.decode_phase_tok_s, 1e3 * r.itl_mean_s);
   });
-  if (!results.ok()) return fail(results.error().message);
+  // A rank lost or a device error while running: exit 1 (cli_run_error).
+  if (!results.ok()) return cli_run_error("bench", f.model, results.error());
   std::fputs(bench_table(*results).c_str(), stdout);
   if (constrained) std::fputs(grammar_slowdown_table(*results, f.json_schema).c_str(), stdout);
   if (f.slo_itl_ms > 0) {
@@ -207,7 +208,7 @@ void register_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--json-schema", f->json_schema,
                   "also run every point constrained by this JSON Schema (a file) and report the "
                   "decode slowdown against unconstrained decoding");
-  cmd->callback([f, &exit_code] { exit_code = run(*f); });
+  cmd->callback([f, cmd, &exit_code] { exit_code = run(*f, *cmd); });
 }
 
 }  // namespace novaserve

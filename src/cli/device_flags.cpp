@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <set>
 #include <sstream>
 
 #include "backend/cpu/cpu_backend.h"
@@ -78,7 +80,12 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
                  "processes in the multi-process pipeline, one stage each (1 = one process)")
       ->capture_default_str();
   cmd.add_option("--nccl-init-timeout", f.nccl_init_timeout,
-                 "seconds rank 0 waits for the other ranks, and a rank for rank 0")
+                 "seconds rank 0 waits for the other ranks (and their start-up answers), and a "
+                 "rank for rank 0")
+      ->capture_default_str();
+  cmd.add_option("--rank-timeout", f.rank_timeout,
+                 "seconds rank 0 waits for a rank's answer to a step (then that replica fails), "
+                 "and either side for the other to take a message")
       ->capture_default_str();
   if (with_memory_utilization) {
     cmd.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
@@ -127,9 +134,12 @@ Result<std::optional<RankWorld>> rank_world(const DeviceFlags& f) {
   }
   auto address = parse_rendezvous_url(f.nccl_init);
   if (!address.ok()) return address.error();
-  if (!(f.nccl_init_timeout > 0.0 && f.nccl_init_timeout <= 86400.0)) {
-    return Err(ErrorCode::kInvalidInput, "--nccl-init-timeout must be in (0, 86400] seconds, got " +
-                                             format_number(f.nccl_init_timeout));
+  for (const auto& [flag, value] : {std::pair{"--nccl-init-timeout", f.nccl_init_timeout},
+                                    {"--rank-timeout", f.rank_timeout}}) {
+    if (!(value > 0.0 && value <= 86400.0)) {
+      return Err(ErrorCode::kInvalidInput,
+                 std::string(flag) + " must be in (0, 86400] seconds, got " + format_number(value));
+    }
   }
   if (f.pipeline_parallel != 1 && f.pipeline_parallel != f.world_size) {
     return Err(ErrorCode::kInvalidInput,
@@ -147,6 +157,7 @@ Result<std::optional<RankWorld>> rank_world(const DeviceFlags& f) {
   w.rank = static_cast<int>(f.rank);
   w.world_size = static_cast<int>(f.world_size);
   w.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.nccl_init_timeout * 1000.0));
+  w.step_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.rank_timeout * 1000.0));
   return std::optional<RankWorld>(w);
 }
 
@@ -167,8 +178,23 @@ StageFactory rank_stage_factory(const DeviceFlags& f, std::shared_ptr<const Gguf
 
 }  // namespace
 
+std::string rank0_only_flags_given(const CLI::App& cmd) {
+  static const std::set<std::string> kRankFlags = {
+      "model",   "device",    "gpu",       "no-graphs",         "gpu-memory-utilization",
+      "threads", "numa",      "nccl-init", "nccl-init-timeout", "rank-timeout",
+      "rank",    "world-size"};
+  std::string out;
+  for (const CLI::Option* o : cmd.get_options()) {
+    if (o->count() == 0 || o->get_lnames().empty()) continue;
+    const std::string& name = o->get_lnames().front();
+    if (kRankFlags.count(name) == 0) out += (out.empty() ? "--" : ", --") + name;
+  }
+  return out;
+}
+
 std::optional<int> run_if_worker_rank(const DeviceFlags& f, const std::string& model,
-                                      int cpu_threads, const char* command) {
+                                      int cpu_threads, const char* command, const CLI::App& cmd,
+                                      const std::string& log_line) {
   if (f.world_size == 1 && f.rank == 0 && f.nccl_init.empty()) return std::nullopt;
   // Every device flag, and the rank flags, before anything loads.
   auto factory = device_runner_factory(f, cpu_threads);
@@ -179,8 +205,16 @@ std::optional<int> run_if_worker_rank(const DeviceFlags& f, const std::string& m
   auto file = GgufFile::open(model);
   if (!file.ok()) return cli_error(command, file.error().message);
   std::shared_ptr<const GgufFile> gguf(std::move(file.value()));
-  const Status st =
-      run_pipeline_rank(*gguf, **world, f.device, rank_stage_factory(f, gguf, cpu_threads));
+  // Logged once joined, so that a rank refused or never answered fails with one line.
+  const auto on_joined = [&] {
+    if (!log_line.empty()) std::fprintf(stderr, "novaserve %s: %s\n", command, log_line.c_str());
+    if (const std::string unused = rank0_only_flags_given(cmd); !unused.empty()) {
+      std::fprintf(stderr, "novaserve %s: rank %d does not use %s (rank 0's flags decide them)\n",
+                   command, (**world).rank, unused.c_str());
+    }
+  };
+  const Status st = run_pipeline_rank(*gguf, **world, f.device,
+                                      rank_stage_factory(f, gguf, cpu_threads), on_joined);
   if (!st.ok()) {
     return cli_error(command, st.error().message, st.error().code == ErrorCode::kIo ? 1 : 2);
   }

@@ -43,6 +43,7 @@ struct DeviceFlags {
   int64_t rank = 0;                ///< --rank
   int64_t world_size = 1;          ///< --world-size
   double nccl_init_timeout = 120;  ///< --nccl-init-timeout, seconds
+  double rank_timeout = 60;        ///< --rank-timeout, seconds
 };
 
 /// Adds --device, --gpu, --no-graphs, the pipeline and multi-process flags, plus
@@ -67,13 +68,24 @@ inline int64_t pipeline_stages(const DeviceFlags& f) {
 }
 
 /// With --world-size W > 1 and --rank R >= 1, this process only serves its pipeline stage: it
-/// checks the device flags, opens `model`, joins rank 0 at --nccl-init and serves until rank 0
-/// shuts it down (runtime/pipeline/rank_pipeline.h). Returns the command's exit code then: 0
-/// after rank 0 shut it down, 2 for bad flags or a bad model, 1 for a failed link (nobody
-/// answered within --nccl-init-timeout, rank 0 refused it or went away), each with one line on
-/// stderr naming `command`. Returns nullopt for rank 0 and single-process runs, which go on.
+/// checks the device flags, opens `model`, joins rank 0 at --nccl-init, logs `log_line` (when
+/// not empty) and the flags of `cmd` that were given but only rank 0 uses
+/// (rank0_only_flags_given), and serves until rank 0 shuts it down
+/// (runtime/pipeline/rank_pipeline.h).
+/// Returns the command's exit code then: 0 after rank 0 shut it down, 2 for bad flags or a bad
+/// model, 1 for a failure of the world (nobody answered within --nccl-init-timeout, rank 0
+/// refused this rank, gave up or went away), each with one line on stderr naming `command`.
+/// Returns nullopt for rank 0 and single-process runs, which go on.
 std::optional<int> run_if_worker_rank(const DeviceFlags& f, const std::string& model,
-                                      int cpu_threads, const char* command);
+                                      int cpu_threads, const char* command, const CLI::App& cmd,
+                                      const std::string& log_line = "");
+
+/// The flags given on `cmd`'s command line that a rank > 0 does not use, comma-separated ("" when
+/// none): all but --model, the device flags (--device, --gpu, --no-graphs,
+/// --gpu-memory-utilization), --threads, --numa and the multi-process flags. Rank 0 decides the
+/// rest (the layer split, the batch, the KV cache, sampling, the HTTP server); they are accepted
+/// so that one command line can start every rank.
+std::string rank0_only_flags_given(const CLI::App& cmd);
 
 /// Whether --device names a GPU backend.
 inline bool is_gpu_device(const DeviceFlags& f) {
@@ -101,7 +113,8 @@ Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string&
 /// splits a longer one first: replica_device_flags()); for the multi-process flags: a
 /// --world-size outside [1, 1024], a --rank outside [0, --world-size), --nccl-init without a
 /// world of several ranks or the other way round, a malformed --nccl-init, a
-/// --nccl-init-timeout outside (0, 86400], a --pipeline-parallel other than --world-size, or
+/// --nccl-init-timeout or --rank-timeout outside (0, 86400], a --pipeline-parallel other than
+/// --world-size, or
 /// more than one --gpu entry per rank. The factory's own errors include a
 /// --layer-split that does not fit the model (one line: parse_layer_split).
 Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads,

@@ -75,11 +75,11 @@ bool apply_mask(std::span<const uint32_t> mask, float* logits, int32_t n_vocab) 
   return any;
 }
 
-int run_generate(const GenerateOptions& o) {
+int run_generate(const GenerateOptions& o, const CLI::App& cmd) {
   if (o.max_tokens < 1) return fail("--max-tokens must be >= 1");
   if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
   // Ranks other than 0 of a multi-process pipeline serve their stage only.
-  if (auto code = run_if_worker_rank(o.device, o.model, o.threads, "generate")) return *code;
+  if (auto code = run_if_worker_rank(o.device, o.model, o.threads, "generate", cmd)) return *code;
   if (!o.prompt_given) return fail("--prompt is required");
   SamplingParams sp;
   sp.temperature = o.temperature;
@@ -102,11 +102,8 @@ int run_generate(const GenerateOptions& o) {
   auto make_runner = device_runner_factory(o.device, o.threads);
   if (!make_runner.ok()) return fail(make_runner.error().message);
   auto model_r = (*make_runner)(gguf);
-  if (!model_r.ok()) {
-    // A pipeline rank that never joined is no bad input: exit 1.
-    return cli_error("generate", o.model + ": " + model_r.error().message,
-                     model_r.error().code == ErrorCode::kIo ? 1 : 2);
-  }
+  // A pipeline rank that never joined, or a device error, is no bad input: exit 1.
+  if (!model_r.ok()) return cli_run_error("generate", o.model, model_r.error());
   ModelRunner& model = **model_r;
   const ModelConfig& cfg = model.config();
   if (tok.n_vocab() > cfg.n_vocab) {
@@ -156,7 +153,9 @@ int run_generate(const GenerateOptions& o) {
                    static_cast<int32_t>(kv->size()),
                    kv->view(),
                    false};
-    if (auto st = model.forward({&seq, 1}, mode); !st.ok()) return fail(st.error().message);
+    if (auto st = model.forward({&seq, 1}, mode); !st.ok()) {
+      return cli_run_error("generate", o.model, st.error());
+    }
     if (auto st = kv->advance(n); !st.ok()) return fail(st.error().message);
   }
   const double prefill_s = seconds_since(t_prefill);
@@ -190,7 +189,9 @@ int run_generate(const GenerateOptions& o) {
     if (n_generated == max_new) break;
     if (matcher && matcher->is_terminated()) break;  // only a stop token could follow
     ForwardSeq seq{{&id, 1}, static_cast<int32_t>(kv->size()), kv->view(), false};
-    if (auto st = model.forward({&seq, 1}, mode); !st.ok()) return fail(st.error().message);
+    if (auto st = model.forward({&seq, 1}, mode); !st.ok()) {
+      return cli_run_error("generate", o.model, st.error());
+    }
     if (auto st = kv->advance(1); !st.ok()) return fail(st.error().message);
     ++n_decode_steps;
   }
@@ -262,7 +263,7 @@ void register_generate(CLI::App& app, int& exit_code) {
   add_device_flags(*cmd, opts->device, /*with_memory_utilization=*/false);
   cmd->add_flag("--ignore-eos", opts->ignore_eos,
                 "keep generating past end-of-generation tokens (benchmarks)");
-  cmd->callback([opts, &exit_code] { exit_code = run_generate(*opts); });
+  cmd->callback([opts, cmd, &exit_code] { exit_code = run_generate(*opts, *cmd); });
 }
 
 }  // namespace novaserve

@@ -272,7 +272,7 @@ void register_serve(CLI::App& app, int& exit_code) {
   // NUMA placement (--numa, src/cli/numa_flags.h), applied before any server thread starts.
   auto numa = std::make_shared<std::string>("auto");
   add_numa_flag(*cmd, *numa);
-  cmd->callback([serve_flags, engine_flags, numa, &exit_code] {
+  cmd->callback([serve_flags, engine_flags, numa, cmd, &exit_code] {
     auto serve = to_serve_options(*serve_flags);
     if (!serve.ok()) {
       exit_code = fail(serve.error().message);
@@ -290,15 +290,17 @@ void register_serve(CLI::App& app, int& exit_code) {
           "several pipeline groups behind a load balancer, docs/multi-gpu.md)");
       return;
     }
-    // Ranks other than 0 serve their pipeline stage only: no HTTP server.
-    if (auto code = run_if_worker_rank(engine_flags->device, serve_flags->model,
-                                       static_cast<int>(engine_flags->threads), "serve")) {
-      exit_code = *code;
-      return;
-    }
+    // Before the other ranks branch off: a rank > 0 binds to its GPU's NUMA node too.
     auto numa_log = apply_numa(*numa, engine_flags->device);
     if (!numa_log.ok()) {
       exit_code = fail(numa_log.error().message);
+      return;
+    }
+    // Ranks other than 0 serve their pipeline stage only: no HTTP server.
+    if (auto code = run_if_worker_rank(engine_flags->device, serve_flags->model,
+                                       static_cast<int>(engine_flags->threads), "serve", *cmd,
+                                       numa_log.value())) {
+      exit_code = *code;
       return;
     }
     select_telemetry_devices(engine_flags->device, serve.value().telemetry);

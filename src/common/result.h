@@ -15,9 +15,17 @@ enum class ErrorCode {
   kInvalidInput,  ///< malformed file, request or flag value
   kNotFound,      ///< missing file, key or tensor
   kUnsupported,   ///< valid input we do not handle (architecture, tensor type)
-  kIo,            ///< read/mmap failure
-  kInternal,      ///< broken invariant
+  kIo,            ///< read/mmap failure; a network link that failed or timed out
+  kInternal,      ///< broken invariant; a device call that failed
 };
+
+/// Whether `code` blames the input (a malformed, missing or unsupported file, flag or request),
+/// rather than a failure while running (kIo, kInternal). The CLI exits 2 for the former and 1
+/// for the latter when a model fails to start or run.
+inline bool is_input_error(ErrorCode code) {
+  return code == ErrorCode::kInvalidInput || code == ErrorCode::kNotFound ||
+         code == ErrorCode::kUnsupported;
+}
 
 /// An error: a code plus a message naming the field, byte offset or parameter at fault.
 struct Error {

@@ -16,9 +16,12 @@ inline uint64_t splitmix64_mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+/// FNV-1a's 64-bit offset basis: the hash of no bytes.
+inline constexpr uint64_t kFnv1a64Basis = 0xcbf29ce484222325ull;
+
 /// FNV-1a 64-bit hash of a string (Fowler-Noll-Vo, offset basis and prime from the reference).
-inline uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
+/// Pass the hash of earlier bytes as `h` to hash a sequence in pieces.
+inline uint64_t fnv1a64(std::string_view s, uint64_t h = kFnv1a64Basis) {
   for (unsigned char c : s) {
     h ^= c;
     h *= 0x100000001b3ull;

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "common/exit_hooks.h"
 #include "server/routes.h"
-#include "telemetry/exit_restore.h"
 
 namespace novaserve {
 namespace {
@@ -24,7 +24,7 @@ HttpServer::HttpServer(HttpServerOptions options, ServerContext& ctx)
     : options_(std::move(options)),
       ctx_(ctx),
       ioc_(std::max(1, options_.threads)),
-      signals_(ioc_),
+      signals_(signal_ioc_),
       tokenize_pool_(options_.tokenize_threads) {
   ctx_.tokenize_executor = tokenize_pool_.executor();
   add_routes(router_, ctx_);
@@ -35,6 +35,8 @@ HttpServer::HttpServer(HttpServerOptions options, ServerContext& ctx)
 }
 
 HttpServer::~HttpServer() {
+  signal_ioc_.stop();
+  if (signal_thread_.joinable()) signal_thread_.join();
   ioc_.stop();
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
@@ -57,6 +59,10 @@ void HttpServer::start() {
     signals_.add(SIGTERM);
     signals_.add(SIGINT);
     wait_signal();
+    signal_thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "ns-signals");
+      signal_ioc_.run();
+    });
   }
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     threads_.emplace_back([this] {
@@ -89,8 +95,9 @@ void HttpServer::wait_signal() {
       wait_signal();
     } else {
       std::fprintf(stderr, "novaserve serve: second signal %d: exiting now\n", sig);
-      // _Exit skips destructors: put back any device setting the governor changed first.
-      run_exit_restores();
+      // _Exit skips destructors: the exit hooks put back any device setting the governor
+      // changed, and tell the other ranks of a multi-process pipeline to shut down.
+      run_exit_hooks();
       std::fflush(stderr);
       std::_Exit(128 + sig);
     }

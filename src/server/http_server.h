@@ -65,7 +65,12 @@ class HttpServer {
   Router router_;
   Dispatch dispatch_;
   std::shared_ptr<HttpListener> listener_;
+  // Signals are waited for on a thread of their own, which runs until the server is destroyed:
+  // a second signal must still end the process while the engine is being torn down after the
+  // I/O threads have stopped (a pipeline step waiting on a hung rank, docs/multi-gpu.md).
+  boost::asio::io_context signal_ioc_;
   boost::asio::signal_set signals_;
+  std::thread signal_thread_;
   int signals_seen_ = 0;
   std::vector<std::thread> threads_;
   // After ioc_: its queued work holds sessions, whose sockets belong to ioc_.

@@ -14,12 +14,12 @@
 namespace novaserve {
 namespace {
 
-int fail(std::string message) {
+int fail(std::string message, int code = 2) {
   for (char& c : message) {
     if (c == '\n' || c == '\r') c = ' ';  // the CLI error contract is one line
   }
   std::fprintf(stderr, "novaserve serve: error: %s\n", message.c_str());
-  return 2;
+  return code;
 }
 
 Status check_options(const ServeOptions& o) {
@@ -115,7 +115,7 @@ Status open_model(const ServeOptions& o, LoadedModel& m) {
 // The expensive part (weights, KV memory), done while /health answers 503 "loading".
 Status start_engine(const EngineFactory& make_engine, LoadedModel& m) {
   auto engine = make_engine(m.gguf, *m.tokenizer);
-  if (!engine.ok()) return Err(engine.error().code, "engine: " + engine.error().message);
+  if (!engine.ok()) return engine.error();
   m.engine = std::move(engine.value());
   m.services.engine = m.engine.get();
   return {};
@@ -243,7 +243,11 @@ int run_serve(const ServeOptions& options, const EngineFactory& make_engine) {
   if (auto st = start_engine(make_engine, model); !st.ok()) {
     ctx.lifecycle.begin_drain();
     server.run_until_drained();
-    return fail(options.model_path + ": " + st.error().message);
+    // Exit 2 with the model path for an input the model cannot take; 1 alone for a failure at
+    // run time (a pipeline rank missing, refused or lost; a device error).
+    if (is_input_error(st.error().code))
+      return fail(options.model_path + ": " + st.error().message);
+    return fail(st.error().message, 1);
   }
   Telemetry telemetry;
   if (auto st = start_telemetry(options, ctx, smi, telemetry); !st.ok()) {

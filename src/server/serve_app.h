@@ -73,7 +73,9 @@ using EngineFactory = std::function<Result<std::unique_ptr<EngineClient>>(
 /// Runs the server until drained. Returns the process exit code: 0 after a drain (first
 /// SIGTERM/SIGINT), 2 after a one-line error on stderr for bad options, --governor slo without
 /// a usable SMI (checked before the model is opened), an unreadable or invalid model, an
-/// unparsable --chat-template, an engine that cannot be built, or a port that cannot be bound.
+/// unparsable --chat-template, an engine that the model or flags cannot build (is_input_error),
+/// or a port that cannot be bound; 1 after a one-line error when the engine fails to start at
+/// run time (a device error; a pipeline rank missing, refused or lost).
 int run_serve(const ServeOptions& options, const EngineFactory& make_engine);
 
 }  // namespace novaserve

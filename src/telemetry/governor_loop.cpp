@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "telemetry/exit_restore.h"
+#include "common/exit_hooks.h"
 
 namespace novaserve {
 namespace {
@@ -72,7 +72,7 @@ GovernorLoop::GovernorLoop(const GovernorLoopOptions& options, std::unique_ptr<S
                governor_.ladder().front() / 1e6, governor_.ladder().back() / 1e6,
                governor_.ladder().size(), options_.interval.count() / 1e3,
                options_.config.up_windows, options_.config.down_windows, options_.config.headroom);
-  if (options_.actuate) exit_restore_id_ = register_exit_restore([this] { restore(); });
+  if (options_.actuate) exit_hook_id_ = register_exit_hook([this] { restore(); });
   thread_ = std::thread([this] { run(); });
 }
 
@@ -88,9 +88,9 @@ void GovernorLoop::stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   restore();
-  if (exit_restore_id_ != 0) {
-    unregister_exit_restore(exit_restore_id_);
-    exit_restore_id_ = 0;
+  if (exit_hook_id_ != 0) {
+    unregister_exit_hook(exit_hook_id_);
+    exit_hook_id_ = 0;
   }
 }
 

@@ -2,7 +2,7 @@
 // decide, logs the decision (holds only when their state changes, decision_log.h), and (only
 // with --governor-actuate) applies it to every GPU of the SMI it is given: serve gives it the
 // replica's own GPU only (smi_select.h). Restores the caps it found when stopped, destroyed, or
-// on a fast exit (exit_restore.h).
+// on a fast exit (common/exit_hooks.h).
 #pragma once
 
 #include <atomic>
@@ -71,7 +71,7 @@ class GovernorLoop {
   std::mutex device_mu_;              // actuation vs restore (the latter from any thread)
   bool changed_ = false;              // a cap was written and not yet restored
   bool restored_ = false;             // no more writes after a restore
-  uint64_t exit_restore_id_ = 0;
+  uint64_t exit_hook_id_ = 0;
   GovernorStatus status_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1,5 +1,10 @@
 #include "runtime/pipeline/rank_link.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <array>
 #include <boost/asio/connect.hpp>
@@ -8,10 +13,14 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
+
+#include "runtime/pipeline/rank_wire.h"
 
 namespace novaserve {
 namespace {
@@ -22,30 +31,16 @@ using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kScheme = "tcp://";
-constexpr std::array<uint8_t, 4> kMagic = {'N', 'V', 'S', 'P'};
-constexpr size_t kPrefixBytes = 16;  // magic, u32 header length, u64 payload length
 constexpr auto kRetryInterval = std::chrono::milliseconds(100);
-constexpr auto kHelloTimeout = std::chrono::seconds(5);
-
-std::string url_of(const RendezvousAddress& a) {
-  return "--nccl-init " + std::string(kScheme) + a.host + ":" + std::to_string(a.port);
-}
+// shutdown_peer's bounds: for a message another thread is writing, and for the peer to take it.
+constexpr auto kShutdownWait = std::chrono::seconds(1);
+constexpr auto kDefaultSendTimeout = std::chrono::seconds(60);
 
 // "0.3", "5", "120": a timeout in seconds for messages.
 std::string seconds(std::chrono::milliseconds t) {
   std::ostringstream s;
   s << static_cast<double>(t.count()) / 1000.0;
   return s.str();
-}
-
-void put_le(uint64_t v, int bytes, uint8_t* p) {
-  for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-
-uint64_t get_le(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
 }
 
 Error bad_url(std::string_view url, const char* why) {
@@ -69,81 +64,105 @@ bool valid_host(std::string_view h) {
   return !ec;
 }
 
-// Runs the socket operation `start` begins (passing it a completion handler) until it completes
-// or `deadline` passes, when it closes `socket`. Returns the operation's error, or timed_out.
+// Runs the read or write that `start` begins (passing it a completion handler) until it
+// completes or `deadline` passes, when it cancels the socket's operations (the socket stays
+// open). Returns the operation's error (timed_out for the deadline) and the bytes it moved.
 template <typename Start>
-error_code run_until(asio::io_context& ioc, tcp::socket& socket, Clock::time_point deadline,
-                     Start start) {
+std::pair<error_code, size_t> run_until(asio::io_context& ioc, tcp::socket& socket,
+                                        Clock::time_point deadline, Start start) {
   std::optional<error_code> result;
+  size_t moved = 0;
   ioc.restart();
-  start([&result](const error_code& ec, auto&&...) { result = ec; });
+  start([&](const error_code& ec, size_t n) {
+    result = ec;
+    moved = n;
+  });
   ioc.run_until(deadline);
-  if (result) return *result;
+  if (result) return {*result, moved};
   error_code ignored;
-  socket.close(ignored);
+  socket.cancel(ignored);
   ioc.restart();
-  ioc.run();  // the aborted handler, which refers to `result`
-  return asio::error::timed_out;
+  ioc.run();  // the cancelled handler, which refers to `result`
+  if (result && !*result) return {error_code(), moved};  // it completed at the deadline
+  return {asio::error::timed_out, moved};
 }
 
-// Reads one message from `socket` (blocking until `deadline`, or for ever when it is nullopt).
+// Reads exactly `n` bytes into `dst`, until `deadline` (for ever when nullopt).
+error_code read_exactly(asio::io_context& ioc, tcp::socket& socket,
+                        std::optional<Clock::time_point> deadline, void* dst, size_t n) {
+  if (!deadline) {
+    error_code ec;
+    asio::read(socket, asio::buffer(dst, n), ec);
+    return ec;
+  }
+  return run_until(ioc, socket, *deadline,
+                   [&](auto done) { asio::async_read(socket, asio::buffer(dst, n), done); })
+      .first;
+}
+
+// Reads one message from `socket` under the given limits.
 Result<RankMessage> read_message(asio::io_context& ioc, tcp::socket& socket,
-                                 std::optional<Clock::time_point> deadline,
-                                 const std::string& peer) {
-  const auto read = [&](void* dst, size_t n) -> error_code {
-    if (!deadline) {
-      error_code ec;
-      asio::read(socket, asio::buffer(dst, n), ec);
-      return ec;
-    }
-    return run_until(ioc, socket, *deadline,
-                     [&](auto done) { asio::async_read(socket, asio::buffer(dst, n), done); });
-  };
+                                 std::optional<Clock::time_point> deadline, uint64_t max_header,
+                                 uint64_t max_payload, const std::string& peer,
+                                 const std::string& timeout_error) {
   const auto io_error = [&](const error_code& ec) {
+    if (ec == asio::error::timed_out) return Err(ErrorCode::kIo, timeout_error);
     return Err(ErrorCode::kIo, ec == asio::error::eof ? peer + " closed the connection"
                                                       : peer + ": " + ec.message());
   };
-  std::array<uint8_t, kPrefixBytes> prefix{};
-  if (error_code ec = read(prefix.data(), prefix.size())) return io_error(ec);
-  if (!std::equal(kMagic.begin(), kMagic.end(), prefix.begin())) {
-    return Err(ErrorCode::kIo, peer + " sent bytes that are not a novaserve rank message");
+  std::array<uint8_t, kRankPrefixBytes> prefix{};
+  if (error_code ec = read_exactly(ioc, socket, deadline, prefix.data(), prefix.size())) {
+    return io_error(ec);
   }
-  const auto header_bytes = static_cast<uint32_t>(get_le(prefix.data() + 4, 4));
-  const uint64_t payload_bytes = get_le(prefix.data() + 8, 8);
-  if (header_bytes > kMaxRankHeaderBytes || payload_bytes > kMaxRankPayloadBytes) {
-    return Err(ErrorCode::kIo, peer + " announced a message of " + std::to_string(header_bytes) +
-                                   " + " + std::to_string(payload_bytes) +
-                                   " bytes, over the limits");
+  auto lengths = decode_rank_prefix(prefix, max_header, max_payload, peer);
+  if (!lengths.ok()) return lengths.error();
+  std::string header(lengths->header_bytes, '\0');
+  if (error_code ec = read_exactly(ioc, socket, deadline, header.data(), header.size())) {
+    return io_error(ec);
   }
-  std::string header(header_bytes, '\0');
-  if (error_code ec = read(header.data(), header.size())) return io_error(ec);
+  auto parsed = parse_rank_header(header, peer);
+  if (!parsed.ok()) return parsed.error();
   RankMessage m;
-  m.header = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
-  if (!m.header.is_object() || !m.header.contains("op") || !m.header["op"].is_string()) {
-    return Err(ErrorCode::kIo, peer + " sent a message header that is not a JSON object with op");
+  m.header = std::move(parsed.value());
+  m.payload.resize(lengths->payload_bytes);
+  if (error_code ec = read_exactly(ioc, socket, deadline, m.payload.data(), m.payload.size())) {
+    return io_error(ec);
   }
-  m.payload.resize(payload_bytes);
-  if (error_code ec = read(m.payload.data(), m.payload.size())) return io_error(ec);
   return m;
-}
-
-Status write_message(tcp::socket& socket, const nlohmann::json& header,
-                     std::span<const uint8_t> payload, const std::string& peer) {
-  const std::string text = header.dump();
-  std::array<uint8_t, kPrefixBytes> prefix{};
-  std::copy(kMagic.begin(), kMagic.end(), prefix.begin());
-  put_le(text.size(), 4, prefix.data() + 4);
-  put_le(payload.size(), 8, prefix.data() + 8);
-  const std::array<asio::const_buffer, 3> buffers = {asio::buffer(prefix), asio::buffer(text),
-                                                     asio::buffer(payload.data(), payload.size())};
-  error_code ec;
-  asio::write(socket, buffers, ec);
-  if (ec) return Err(ErrorCode::kIo, "sending to " + peer + ": " + ec.message());
-  return {};
 }
 
 std::string rank_name(int rank) {
   return "rank " + std::to_string(rank);
+}
+
+// Keepalive as rank_link.h states; failures leave the link without it (still correct, slower to
+// notice a vanished host).
+void set_keepalive(int fd) {
+  const int on = 1;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &kKeepaliveIdleS, sizeof kKeepaliveIdleS);
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &kKeepaliveIntervalS,
+                     sizeof kKeepaliveIntervalS);
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &kKeepaliveProbes, sizeof kKeepaliveProbes);
+}
+
+// Writes all of `bytes` to `fd` without blocking for longer than until `deadline`; false when the
+// peer did not take them all in time or the connection failed.
+bool send_all_raw(int fd, std::string_view bytes, Clock::time_point deadline) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLOUT, 0};
+    (void)::poll(&p, 1, static_cast<int>(left.count()));
+  }
+  return true;
 }
 
 }  // namespace
@@ -165,6 +184,10 @@ Result<RendezvousAddress> parse_rendezvous_url(std::string_view url) {
   return RendezvousAddress{std::string(host), static_cast<uint16_t>(value)};
 }
 
+std::string rendezvous_flag(const RendezvousAddress& a) {
+  return "--nccl-init " + std::string(kScheme) + a.host + ":" + std::to_string(a.port);
+}
+
 std::optional<int64_t> header_int(const nlohmann::json& header, const char* key) {
   const auto it = header.find(key);
   if (it == header.end() || !it->is_number_integer()) return std::nullopt;
@@ -182,6 +205,17 @@ struct RankLink::State {
   asio::io_context ioc;
   tcp::socket socket{ioc};
   int peer_rank = 0;
+  std::chrono::milliseconds send_timeout{kDefaultSendTimeout};
+  // The first failed receive, after which nothing is sent or received, and the first failed
+  // send, after which nothing is sent (what the peer sent before it left can still be read).
+  // Used by the one thread that sends and receives.
+  std::string read_failure;
+  std::string write_failure;
+  // One message is written at a time: by send(), or by shutdown_peer() on another thread, which
+  // writes with ::send on the descriptor and touches no Asio state.
+  std::timed_mutex write_mu;
+  bool write_torn = false;     // a send stopped mid-message (under write_mu)
+  bool shutdown_sent = false;  // (under write_mu)
 };
 
 RankLink::RankLink(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -189,136 +223,87 @@ RankLink::RankLink(RankLink&&) noexcept = default;
 RankLink& RankLink::operator=(RankLink&&) noexcept = default;
 RankLink::~RankLink() = default;
 
+Result<RankLink> RankLink::adopt(int fd, int peer_rank) {
+  auto state = std::make_unique<State>();
+  error_code ec;
+  state->socket.assign(tcp::v4(), fd, ec);
+  if (ec) return Err(ErrorCode::kIo, rank_name(peer_rank) + ": " + ec.message());
+  state->peer_rank = peer_rank;
+  set_keepalive(fd);
+  return RankLink(std::move(state));
+}
+
 int RankLink::peer_rank() const {
   return state_->peer_rank;
 }
 
+void RankLink::set_send_timeout(std::chrono::milliseconds timeout) {
+  state_->send_timeout = timeout;
+}
+
 Status RankLink::send(const nlohmann::json& header, std::span<const uint8_t> payload) {
-  return write_message(state_->socket, header, payload, rank_name(state_->peer_rank));
+  State& s = *state_;
+  std::lock_guard<std::timed_mutex> lock(s.write_mu);
+  if (!s.read_failure.empty()) return Err(ErrorCode::kIo, s.read_failure);
+  if (!s.write_failure.empty()) return Err(ErrorCode::kIo, s.write_failure);
+  const std::string text = header.dump();
+  const auto prefix = encode_rank_prefix(static_cast<uint32_t>(text.size()), payload.size());
+  const std::array<asio::const_buffer, 3> buffers = {asio::buffer(prefix), asio::buffer(text),
+                                                     asio::buffer(payload.data(), payload.size())};
+  const size_t total = prefix.size() + text.size() + payload.size();
+  const auto [ec, sent] = run_until(s.ioc, s.socket, Clock::now() + s.send_timeout,
+                                    [&](auto done) { asio::async_write(s.socket, buffers, done); });
+  if (!ec) return {};
+  s.write_torn = sent > 0 && sent < total;
+  const std::string who = rank_name(s.peer_rank);
+  s.write_failure = ec == asio::error::timed_out
+                        ? who + " took no message for " + seconds(s.send_timeout) + " s"
+                        : "sending to " + who + ": " + ec.message();
+  return Err(ErrorCode::kIo, s.write_failure);
 }
 
-Result<RankMessage> RankLink::receive() {
-  return read_message(state_->ioc, state_->socket, std::nullopt, rank_name(state_->peer_rank));
-}
-
-// ---- RankListener
-
-struct RankListener::State {
-  asio::io_context ioc;
-  tcp::acceptor acceptor{ioc};
-  RendezvousAddress address;
-};
-
-RankListener::RankListener(std::unique_ptr<State> state) : state_(std::move(state)) {}
-RankListener::RankListener(RankListener&&) noexcept = default;
-RankListener& RankListener::operator=(RankListener&&) noexcept = default;
-RankListener::~RankListener() = default;
-
-Result<RankListener> RankListener::listen(const RendezvousAddress& address) {
-  auto state = std::make_unique<State>();
-  state->address = address;
-  const std::string url = url_of(address);
-  error_code ec;
-  tcp::resolver resolver(state->ioc);
-  const auto endpoints =
-      resolver.resolve(tcp::v4(), address.host, std::to_string(address.port),
-                       tcp::resolver::passive | tcp::resolver::numeric_service, ec);
-  if (ec || endpoints.empty()) {
-    return Err(ErrorCode::kIo, url + ": cannot resolve '" + address.host + "': " + ec.message());
+Result<RankMessage> RankLink::receive(std::optional<std::chrono::milliseconds> timeout,
+                                      const char* timeout_flag) {
+  State& s = *state_;
+  if (!s.read_failure.empty()) return Err(ErrorCode::kIo, s.read_failure);
+  const std::string who = rank_name(s.peer_rank);
+  std::string timeout_error;
+  std::optional<Clock::time_point> deadline;
+  if (timeout) {
+    deadline = Clock::now() + *timeout;
+    timeout_error = who + " did not answer within " + seconds(*timeout) + " s";
+    if (timeout_flag != nullptr) timeout_error += " (" + std::string(timeout_flag) + ")";
   }
-  tcp::acceptor& a = state->acceptor;
-  const tcp::endpoint endpoint = endpoints.begin()->endpoint();
-  a.open(endpoint.protocol(), ec);
-  if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) a.bind(endpoint, ec);
-  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return Err(ErrorCode::kIo, url + ": cannot listen: " + ec.message());
-  return RankListener(std::move(state));
+  auto m = read_message(s.ioc, s.socket, deadline, kMaxRankHeaderBytes, kMaxRankPayloadBytes, who,
+                        timeout_error);
+  if (!m.ok()) s.read_failure = m.error().message;
+  return m;
 }
 
-uint16_t RankListener::port() const {
-  error_code ec;
-  return state_->acceptor.local_endpoint(ec).port();
-}
-
-Result<std::vector<JoinedRank>> RankListener::accept_ranks(
-    int world_size, std::chrono::milliseconds timeout,
-    const std::function<std::string(const nlohmann::json& hello)>& check) {
-  RendezvousAddress shown = state_->address;
-  shown.port = port();
-  const std::string url = url_of(shown);
-  if (world_size < 2) {
-    return Err(ErrorCode::kInvalidInput,
-               url + ": a world of " + std::to_string(world_size) + " rank has nobody to accept");
+void RankLink::shutdown_peer(const std::string& reason) {
+  if (!state_) return;  // moved from
+  State& s = *state_;
+  std::unique_lock<std::timed_mutex> lock(s.write_mu, std::defer_lock);
+  if (!lock.try_lock_for(kShutdownWait) || s.shutdown_sent || s.write_torn) return;
+  s.shutdown_sent = true;
+  nlohmann::json header = {{"op", "shutdown"}};
+  if (!reason.empty()) header["error"] = reason;
+  const std::string text = header.dump();
+  const auto prefix = encode_rank_prefix(static_cast<uint32_t>(text.size()), 0);
+  std::string bytes(prefix.begin(), prefix.end());
+  bytes += text;
+  if (!send_all_raw(s.socket.native_handle(), bytes, Clock::now() + kShutdownWait)) {
+    s.write_torn = true;
   }
-  const auto deadline = Clock::now() + timeout;
-  std::vector<std::optional<JoinedRank>> joined(static_cast<size_t>(world_size - 1));
-  int n_joined = 0;
-  asio::io_context& ioc = state_->ioc;
-  while (n_joined < world_size - 1) {
-    // Each connection gets its own io_context, which its RankLink keeps.
-    auto link_state = std::make_unique<RankLink::State>();
-    std::optional<error_code> accepted;
-    ioc.restart();
-    state_->acceptor.async_accept(link_state->socket,
-                                  [&accepted](const error_code& ec) { accepted = ec; });
-    ioc.run_until(deadline);
-    if (!accepted) {
-      error_code ignored;
-      state_->acceptor.cancel(ignored);
-      ioc.restart();
-      ioc.run();
-      std::string missing;
-      for (size_t i = 0; i < joined.size(); ++i) {
-        if (!joined[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(i + 1);
-      }
-      return Err(ErrorCode::kIo, url + ": only " + std::to_string(n_joined) + " of the " +
-                                     std::to_string(world_size - 1) +
-                                     " other ranks joined within " + seconds(timeout) +
-                                     " s (missing: rank " + missing + ")");
-    }
-    if (*accepted == asio::error::connection_aborted) continue;
-    if (*accepted) return Err(ErrorCode::kIo, url + ": accept failed: " + accepted->message());
-    auto hello = read_message(link_state->ioc, link_state->socket,
-                              std::min(deadline, Clock::now() + kHelloTimeout), "a new peer");
-    if (!hello.ok() || header_string(hello->header, "op") != "hello") continue;  // not a rank
-    const nlohmann::json& h = hello->header;
-    const int64_t rank = header_int(h, "rank").value_or(-1);
-    const int64_t their_world = header_int(h, "world_size").value_or(-1);
-    std::string refusal;
-    if (their_world != world_size) {
-      refusal = "a process with --world-size " + std::to_string(their_world) +
-                " joined rank 0's world of " + std::to_string(world_size);
-    } else if (rank < 1 || rank >= world_size) {
-      refusal = "a process announced rank " + std::to_string(rank) + ", outside 1.." +
-                std::to_string(world_size - 1);
-    } else if (joined[static_cast<size_t>(rank - 1)].has_value()) {
-      refusal = "rank " + std::to_string(rank) + " joined twice (two processes with one --rank?)";
-    } else {
-      refusal = check(h);
-    }
-    if (!refusal.empty()) {
-      (void)write_message(link_state->socket, {{"op", "refused"}, {"error", refusal}}, {},
-                          "a new peer");
-      return Err(ErrorCode::kInvalidInput, url + ": " + refusal);
-    }
-    link_state->peer_rank = static_cast<int>(rank);
-    RankLink link(std::move(link_state));
-    NOVASERVE_RETURN_IF_ERROR(link.send({{"op", "welcome"}}));
-    joined[static_cast<size_t>(rank - 1)] = JoinedRank{std::move(link), h};
-    ++n_joined;
-  }
-  std::vector<JoinedRank> out;
-  for (auto& j : joined) out.push_back(std::move(*j));
-  return out;
 }
 
 Result<RankLink> connect_to_rank0(const RendezvousAddress& address, const nlohmann::json& hello,
                                   std::chrono::milliseconds timeout) {
-  const std::string url = url_of(address);
+  const std::string url = rendezvous_flag(address);
   const auto deadline = Clock::now() + timeout;
   auto state = std::make_unique<RankLink::State>();
   state->peer_rank = 0;
+  tcp::socket& socket = state->socket;
   tcp::resolver resolver(state->ioc);
   error_code resolve_error;
   bool connected = false;
@@ -326,8 +311,18 @@ Result<RankLink> connect_to_rank0(const RendezvousAddress& address, const nlohma
     const auto endpoints = resolver.resolve(tcp::v4(), address.host, std::to_string(address.port),
                                             tcp::resolver::numeric_service, resolve_error);
     if (resolve_error) break;
-    connected = !run_until(state->ioc, state->socket, deadline,
-                           [&](auto done) { asio::async_connect(state->socket, endpoints, done); });
+    std::optional<error_code> result;
+    state->ioc.restart();
+    asio::async_connect(socket, endpoints,
+                        [&result](const error_code& ec, const tcp::endpoint&) { result = ec; });
+    state->ioc.run_until(deadline);
+    if (!result) {
+      error_code ignored;
+      socket.close(ignored);
+      state->ioc.restart();
+      state->ioc.run();  // the aborted handler, which refers to `result`
+    }
+    connected = result && !*result;
     if (connected) break;
     // Refused: rank 0 is not listening yet.
     std::this_thread::sleep_until(std::min(deadline, Clock::now() + kRetryInterval));
@@ -340,19 +335,24 @@ Result<RankLink> connect_to_rank0(const RendezvousAddress& address, const nlohma
   if (!connected) {
     return Err(ErrorCode::kIo, url + ": nobody answered" + within + " (rank 0 not started?)");
   }
-  NOVASERVE_RETURN_IF_ERROR(write_message(state->socket, hello, {}, "rank 0"));
-  auto answer = read_message(state->ioc, state->socket, deadline, "rank 0");
-  if (!answer.ok()) {
-    return Err(ErrorCode::kIo,
-               url + ": no answer to the hello" + within + ": " + answer.error().message);
-  }
+  set_keepalive(socket.native_handle());
+  RankLink link(std::move(state));
+  link.set_send_timeout(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(Clock::duration(0), deadline - Clock::now())));
+  if (auto st = link.send(hello); !st.ok())
+    return Err(ErrorCode::kIo, url + ": " + st.error().message);
+  RankLink::State& s = *link.state_;
+  auto answer = read_message(s.ioc, s.socket, deadline, kMaxHelloBytes, kMaxHelloBytes, "rank 0",
+                             "rank 0 did not answer the hello" + within);
+  if (!answer.ok()) return Err(ErrorCode::kIo, url + ": " + answer.error().message);
   const std::string op = header_string(answer->header, "op");
   if (op == "refused") {
     return Err(ErrorCode::kIo,
                url + ": rank 0 refused this rank: " + header_string(answer->header, "error"));
   }
   if (op != "welcome") return Err(ErrorCode::kIo, url + ": rank 0 answered '" + op + "'");
-  return RankLink(std::move(state));
+  link.set_send_timeout(kDefaultSendTimeout);
+  return link;
 }
 
 }  // namespace novaserve

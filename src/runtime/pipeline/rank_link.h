@@ -1,17 +1,16 @@
 // RankLink: the TCP connection between rank 0 of a multi-process pipeline and one other rank
 // (--nccl-init tcp://HOST:PORT --rank R --world-size W, docs/multi-gpu.md "Several processes").
-// Rank 0 listens on HOST:PORT; every other rank connects (retrying until rank 0 is up), says
-// hello with its rank, world size and model, and keeps the connection for the whole run: rank 0
-// sends it commands (remote_stage.h) and it answers (stage_server.h).
+// Rank 0 listens on HOST:PORT (rank_listener.h); every other rank connects (retrying until rank 0
+// is up), says hello with its rank, world size and model, and keeps the connection for the whole
+// run: rank 0 sends it commands (remote_stage.h) and it answers (stage_server.h).
 //
-// Wire format of one message, integers little-endian: the magic "NVSP", u32 header length, u64
-// payload length, the header (JSON text: "op" and the command's fields), the payload (raw bytes:
-// token ids, block tables, hidden states, logits).
+// Wire format of one message (rank_wire.h), integers little-endian: the magic "NVSP", u32 header
+// length, u64 payload length, the header (JSON text: "op" and the command's fields), the payload
+// (raw bytes: token ids, block tables, hidden states, logits).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -34,6 +33,9 @@ struct RendezvousAddress {
 /// Errors: kInvalidInput, one line naming --nccl-init, the bad value and what is wrong with it.
 Result<RendezvousAddress> parse_rendezvous_url(std::string_view url);
 
+/// "--nccl-init tcp://HOST:PORT", for messages.
+std::string rendezvous_flag(const RendezvousAddress& address);
+
 /// One message: a JSON header and a binary payload.
 struct RankMessage {
   nlohmann::json header;
@@ -45,15 +47,32 @@ std::optional<int64_t> header_int(const nlohmann::json& header, const char* key)
 /// header[key] when it is a string, else "".
 std::string header_string(const nlohmann::json& header, const char* key);
 
-/// Largest header and payload accepted (bounds what a stray peer can make a rank allocate):
-/// 16 MiB of JSON, 4 GiB of payload (a prefill step's hidden state of 8192 rows x 16384 f32 is
-/// 512 MiB).
+/// Largest header and payload accepted from a rank that has joined (bounds what a peer can make
+/// a rank allocate): 16 MiB of JSON, 4 GiB of payload (a prefill step's hidden state of 8192
+/// rows x 16384 f32 is 512 MiB).
 inline constexpr uint32_t kMaxRankHeaderBytes = 16u << 20;
 inline constexpr uint64_t kMaxRankPayloadBytes = uint64_t{4} << 30;
+/// Largest header, and largest payload, of a hello and of rank 0's answer to it: a peer that has
+/// not joined yet (a port scanner, a stray client) makes rank 0 allocate at most this much.
+inline constexpr uint64_t kMaxHelloBytes = uint64_t{64} << 10;
 
-/// A connected link. Blocking, one thread at a time. Movable, not copyable.
+/// TCP keepalive of every link (SO_KEEPALIVE, TCP_KEEPIDLE/INTVL/CNT): the kernel probes a link
+/// silent for kKeepaliveIdleS seconds every kKeepaliveIntervalS seconds and fails it after
+/// kKeepaliveProbes unanswered probes (about 25 s), so a rank whose peer's host vanished or was
+/// cut off stops waiting. A stopped process's kernel still answers probes: that is what the step
+/// timeout (RemoteStage) is for.
+inline constexpr int kKeepaliveIdleS = 10;
+inline constexpr int kKeepaliveIntervalS = 5;
+inline constexpr int kKeepaliveProbes = 3;
+
+/// A connected link. send() and receive() are blocking and used by one thread at a time;
+/// shutdown_peer() may be called from any thread. Movable, not copyable.
 class RankLink {
  public:
+  /// Adopts `fd`, a connected TCP socket (the link owns and closes it), to the rank `peer_rank`,
+  /// and turns on TCP keepalive. Errors: kIo when the socket cannot be adopted.
+  static Result<RankLink> adopt(int fd, int peer_rank);
+
   RankLink(RankLink&&) noexcept;
   RankLink& operator=(RankLink&&) noexcept;
   ~RankLink();
@@ -61,56 +80,37 @@ class RankLink {
   /// The rank at the other end.
   int peer_rank() const;
 
-  /// Sends one message. Errors: kIo naming the peer when the connection fails.
+  /// How long send() waits for the peer to take a message (default 60 s).
+  void set_send_timeout(std::chrono::milliseconds timeout);
+
+  /// Sends one message. Errors: kIo naming the peer when the connection fails or the peer takes
+  /// nothing for the send timeout. Once a send has failed, every later send fails at once with
+  /// that first error; receive() still returns what the peer sent before it went away.
   Status send(const nlohmann::json& header, std::span<const uint8_t> payload = {});
-  /// Waits for the next message. Errors: kIo when the peer closed the connection or it failed,
-  /// or the bytes are not a message (bad magic, lengths over the limits, a header that is not a
-  /// JSON object with a string "op").
-  Result<RankMessage> receive();
+  /// Waits for the next message: for ever without `timeout` (a rank waiting for commands; TCP
+  /// keepalive still ends the wait when the peer's host is gone), else at most `timeout`.
+  /// Errors: kIo when the peer closed the connection or it failed, when `timeout` passed ("rank R
+  /// did not answer within S s", followed by `timeout_flag` in parentheses when given), or when
+  /// the bytes are not a message (bad magic, lengths over the limits, a header that is not a JSON
+  /// object with a string "op"). Once a receive has failed, every later send and receive fails
+  /// at once with that first error.
+  Result<RankMessage> receive(std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+                              const char* timeout_flag = nullptr);
+
+  /// Tells the peer to shut down: {"op": "shutdown"}, with "error": `reason` when it is not
+  /// empty (the rank then exits 1 with it, else 0). At most once per link (later calls do
+  /// nothing); best effort and bounded: it waits at most 1 s for a message another thread is
+  /// sending and 1 s for the peer to take the bytes, and sends nothing when an earlier send
+  /// stopped mid-message (the peer then sees the connection close). Works on a link whose
+  /// receive failed (a rank that did not answer in time gets it when it resumes). Thread-safe
+  /// against send() and receive() on another thread: rank 0's exit hooks call it.
+  void shutdown_peer(const std::string& reason = "");
 
  private:
-  friend class RankListener;
   friend Result<RankLink> connect_to_rank0(const RendezvousAddress&, const nlohmann::json&,
                                            std::chrono::milliseconds);
   struct State;
   explicit RankLink(std::unique_ptr<State> state);
-  std::unique_ptr<State> state_;
-};
-
-/// A rank that joined: its link and its hello header.
-struct JoinedRank {
-  RankLink link;
-  nlohmann::json hello;
-};
-
-/// Rank 0's side. listen() first (so the port is known), then accept_ranks(). Movable.
-class RankListener {
- public:
-  /// Binds and listens on `address` (IPv4; port 0 picks a free port, see port()). Errors: kIo
-  /// when the host does not resolve or the port cannot be bound.
-  static Result<RankListener> listen(const RendezvousAddress& address);
-
-  RankListener(RankListener&&) noexcept;
-  RankListener& operator=(RankListener&&) noexcept;
-  ~RankListener();
-
-  uint16_t port() const;
-
-  /// Accepts connections until ranks 1 .. world_size - 1 have each said hello ({"op": "hello",
-  /// "rank": R, "world_size": W, ...}), or until `timeout` passes. `check` sees each hello and
-  /// returns an empty string to admit the rank or the reason to refuse it; a refused rank is told
-  /// the reason and the call fails with it. A connection that sends no valid hello within 5 s is
-  /// dropped. Returns the ranks in rank order (element i is rank i + 1). Errors: kInvalidInput
-  /// for a world size below 2, a hello with another world size, a rank outside [1, W) or one
-  /// that already joined, and `check`'s refusals; kIo when the timeout passes first (naming the
-  /// ranks missing) or accepting fails.
-  Result<std::vector<JoinedRank>> accept_ranks(
-      int world_size, std::chrono::milliseconds timeout,
-      const std::function<std::string(const nlohmann::json& hello)>& check);
-
- private:
-  struct State;
-  explicit RankListener(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
 

@@ -4,36 +4,51 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "common/exit_hooks.h"
 #include "model/forward_check.h"
 #include "runtime/pipeline/stage_protocol.h"
 
 namespace novaserve {
 
 Result<std::unique_ptr<RemoteStage>> RemoteStage::create(RankLink link, LayerRange layers,
-                                                         int64_t n_embd, int64_t n_vocab,
-                                                         bool last) {
+                                                         int64_t n_embd, int64_t n_vocab, bool last,
+                                                         RankTimeouts timeouts,
+                                                         std::shared_ptr<const void> rendezvous) {
   std::unique_ptr<RemoteStage> s(new RemoteStage());
   s->who_ = "rank " + std::to_string(link.peer_rank());
-  s->link_ = std::make_unique<RankLink>(std::move(link));
+  s->link_ = std::make_shared<RankLink>(std::move(link));
+  s->link_->set_send_timeout(timeouts.step);
+  s->exit_hook_ = register_exit_hook([link = s->link_] { link->shutdown_peer(); });
+  s->timeouts_ = timeouts;
+  s->rendezvous_ = std::move(rendezvous);
   s->layers_ = layers;
   s->n_embd_ = n_embd;
   s->n_vocab_ = n_vocab;
   s->last_ = last;
   auto answer = s->call({{"op", "assign"}, {"first", layers.first}, {"last", layers.last}});
-  if (!answer.ok()) return answer.error();
+  if (!answer.ok()) {
+    s->abandon(answer.error().message);
+    return answer.error();
+  }
   s->describe_ = s->who_ + ": " + header_string(answer->header, "describe");
   s->memory_domain_ = s->who_ + " " + header_string(answer->header, "memory_domain");
   return s;
 }
 
 RemoteStage::~RemoteStage() {
-  if (link_) (void)link_->send({{"op", "shutdown"}});
+  unregister_exit_hook(exit_hook_);
+  link_->shutdown_peer();
+}
+
+void RemoteStage::abandon(const std::string& reason) {
+  link_->shutdown_peer(reason);
 }
 
 Result<RankMessage> RemoteStage::call(const nlohmann::json& header,
-                                      std::span<const uint8_t> payload) const {
+                                      std::span<const uint8_t> payload, bool step) const {
   NOVASERVE_RETURN_IF_ERROR(link_->send(header, payload));
-  auto answer = link_->receive();
+  auto answer = step ? link_->receive(timeouts_.step, "--rank-timeout")
+                     : link_->receive(timeouts_.startup, "--nccl-init-timeout");
   if (!answer.ok()) return answer.error();
   NOVASERVE_RETURN_IF_ERROR(answer_status(*answer, who_));
   return answer;
@@ -97,7 +112,7 @@ Status RemoteStage::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
   if (hidden_in_.size() < n_hidden) hidden_in_.resize(n_hidden);
   const RankMessage step =
       encode_step(seqs, seq_pools_, mode, std::span<const float>(hidden_in_.data(), n_hidden));
-  auto answer = call(step.header, step.payload);
+  auto answer = call(step.header, step.payload, /*step=*/true);
   if (!answer.ok()) return answer.error();
   const std::vector<uint8_t>& p = answer->payload;
   if (!last_) {

@@ -4,6 +4,7 @@
 // hidden states travel with the "forward" command.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,22 +15,42 @@
 
 namespace novaserve {
 
+/// How long rank 0 waits for a rank's answer.
+struct RankTimeouts {
+  /// The start-up commands: assign (the rank loads its weights), reserve, kv_budget,
+  /// allocate_kv, memory (--nccl-init-timeout).
+  std::chrono::milliseconds startup{std::chrono::seconds(120)};
+  /// A forward step, and sending any command (--rank-timeout).
+  std::chrono::milliseconds step{std::chrono::seconds(60)};
+};
+
 class RemoteStage final : public PipelineStage {
  public:
   /// Sends "assign" for `layers` and waits for the rank to load them. `last`: whether the stage
-  /// ends at the model's last layer (it computes the logits). Errors: the rank's (its model did
-  /// not load, its device failed), kIo when the link fails.
+  /// ends at the model's last layer (it computes the logits). `rendezvous` is kept alive as long
+  /// as the stage (rank 0's listener, which refuses late joiners). Until the stage is
+  /// destroyed, an exit hook (common/exit_hooks.h) tells the rank to shut down on the exits
+  /// that skip destructors. Errors: the rank's (its model did not load, its device failed), kIo
+  /// when the link fails or the rank does not answer within timeouts.startup.
   static Result<std::unique_ptr<RemoteStage>> create(RankLink link, LayerRange layers,
-                                                     int64_t n_embd, int64_t n_vocab, bool last);
-  /// Tells the rank to exit (best effort).
+                                                     int64_t n_embd, int64_t n_vocab, bool last,
+                                                     RankTimeouts timeouts,
+                                                     std::shared_ptr<const void> rendezvous);
+  /// Tells the rank to exit 0 (best effort, bounded: RankLink::shutdown_peer).
   ~RemoteStage() override;
+
+  /// Tells the rank to exit 1 with `reason` (rank 0 failed to start): the destructor then sends
+  /// nothing more.
+  void abandon(const std::string& reason);
 
   LayerRange layers() const override { return layers_; }
   /// "rank R: " and the rank's own description.
   std::string describe() const override { return describe_; }
   /// One "forward" round trip. The KV views must be those allocate_kv() returned. Errors: the
-  /// rank's forward errors; kInvalidInput for a KV view from elsewhere; kIo when the link fails
-  /// or the answer has the wrong size.
+  /// rank's forward errors; kInvalidInput for a KV view from elsewhere; kIo when the link fails,
+  /// the answer has the wrong size, or the rank does not answer within timeouts.step ("rank R
+  /// did not answer within S s (--rank-timeout)": the link stays failed, as after any link
+  /// error, and every later call fails at once).
   Status forward(std::span<const ForwardSeq> seqs, ActQuant mode) override;
   /// A host buffer that forward() sends.
   Result<float*> hidden_input(int64_t n_rows) override;
@@ -52,12 +73,17 @@ class RemoteStage final : public PipelineStage {
 
  private:
   RemoteStage() = default;
-  // Sends `header` (and `payload`), waits for the answer. Errors: the answer's, or the link's.
-  Result<RankMessage> call(const nlohmann::json& header,
-                           std::span<const uint8_t> payload = {}) const;
+  // Sends `header` (and `payload`), waits for the answer: a step (timeouts_.step) or a start-up
+  // command (timeouts_.startup). Errors: the answer's, or the link's.
+  Result<RankMessage> call(const nlohmann::json& header, std::span<const uint8_t> payload = {},
+                           bool step = false) const;
 
-  // The link is used from const memory(); the stage is driven by one thread at a time.
-  mutable std::unique_ptr<RankLink> link_;
+  // Shared with the exit hook, which may run on another thread while the stage lives. The link
+  // is used from const memory(); the stage is driven by one thread at a time.
+  std::shared_ptr<RankLink> link_;
+  uint64_t exit_hook_ = 0;
+  RankTimeouts timeouts_;
+  std::shared_ptr<const void> rendezvous_;
   LayerRange layers_;
   int64_t n_embd_ = 0;
   int64_t n_vocab_ = 0;

@@ -1,5 +1,6 @@
 #include "runtime/pipeline/stage_server.h"
 
+#include <chrono>
 #include <cstring>
 #include <vector>
 
@@ -7,6 +8,9 @@
 
 namespace novaserve {
 namespace {
+
+// How long a rank whose answer could not be sent looks for a shutdown rank 0 sent before.
+constexpr std::chrono::seconds kShutdownLookup{1};
 
 // The rank's side of one link: its stage and its KV pools.
 class StageServer {
@@ -19,8 +23,15 @@ class StageServer {
   bool done() const { return done_; }
 
  private:
+  // Sends the answer. When rank 0 no longer reads, it may have ended after telling this rank to
+  // shut down (a rank that was stopped finds both when it resumes): a shutdown already sent
+  // ends the loop as it would have.
   Status answer(const Result<nlohmann::json>& r, std::span<const uint8_t> payload = {}) {
-    return link_.send(r.ok() ? r.value() : error_answer(r.error()), payload);
+    const Status sent = link_.send(r.ok() ? r.value() : error_answer(r.error()), payload);
+    if (sent.ok()) return sent;
+    auto next = link_.receive(kShutdownLookup);
+    if (next.ok() && header_string(next->header, "op") == "shutdown") return handle(*next);
+    return sent;
   }
   Result<nlohmann::json> assign(const nlohmann::json& h);
   Result<nlohmann::json> forward(const RankMessage& m, std::vector<uint8_t>& payload);
@@ -114,6 +125,8 @@ Status StageServer::handle(const RankMessage& m) {
   const nlohmann::json& h = m.header;
   if (op == "shutdown") {
     done_ = true;
+    const std::string error = header_string(h, "error");
+    if (!error.empty()) return Err(ErrorCode::kIo, "rank 0 gave up: " + error);
     return {};
   }
   if (op == "assign") {

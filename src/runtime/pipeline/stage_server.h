@@ -20,8 +20,8 @@ using StageFactory = std::function<Result<std::unique_ptr<PipelineStage>>(LayerR
 /// Serves `link` (connected to rank 0) with the stage `make_stage` builds for the first
 /// "assign" of layers of the model `config` describes. A command that fails (a bad plan, a device
 /// error) is answered with the error and the loop goes on. Returns {} after "shutdown". Errors: kIo
-/// when the link fails or rank 0 closes it without a shutdown; the stage factory's errors (after
-/// telling rank 0).
+/// when the link fails or rank 0 closes it without a shutdown, or for a shutdown that carries
+/// rank 0's error ("rank 0 gave up: ..."); the stage factory's errors (after telling rank 0).
 Status serve_stage(RankLink& link, const ModelConfig& config, const StageFactory& make_stage);
 
 }  // namespace novaserve

@@ -1,6 +1,6 @@
 # Shared set-up for the CLI test scripts in tests/cli (sourced, not run).
 # Defines BIN (from $1), SRC, SHARED, MODEL, a TMP dir removed on exit, a failure counter with
-# fail(), expect_exit2(), quick_args() and finish().
+# fail(), expect_exit2(), quick_args(), free_port(), wait_healthy(), wait_exit() and finish().
 set -u
 BIN=${1:?usage: $(basename "$0") NOVASERVE_BINARY}
 SRC=${NOVASERVE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -43,6 +43,37 @@ quick_args() {
     bench) args=(--model "$MODEL" --batch 1 --prompt 4 --gen 2) ;;
     serve) args=(--model "$MODEL" --port 0) ;;
   esac
+}
+
+# free_port: a TCP port of 127.0.0.1 that was free a moment ago.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_healthy PORT: waits up to 60 s for GET /health on 127.0.0.1:PORT to say ok.
+wait_healthy() {
+  local _
+  for _ in $(seq 1 300); do
+    curl -s "http://127.0.0.1:$1/health" | grep -q '"status":"ok"' && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# wait_exit PID SECONDS: waits up to SECONDS for the background process PID to end and returns
+# its exit status, or 124 (after killing it) when it did not end in time.
+wait_exit() {
+  local pid=$1 tenths=$(($2 * 10)) _
+  for _ in $(seq 1 $tenths); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 124
+  fi
+  wait "$pid"
 }
 
 # finish: exit status of the script from the failure counter.

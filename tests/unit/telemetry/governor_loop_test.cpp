@@ -1,5 +1,5 @@
 // GovernorLoop on the fake SMI: actuating lowers the fake cap and restores it on stop and
-// through run_exit_restores(); dry-run writes nothing; the sampler leaves a failing SMI out.
+// through run_exit_hooks(); dry-run writes nothing; the sampler leaves a failing SMI out.
 #include "telemetry/governor_loop.h"
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <thread>
 
-#include "telemetry/exit_restore.h"
+#include "common/exit_hooks.h"
 #include "telemetry/fake_smi.h"
 #include "telemetry/telemetry_sampler.h"
 
@@ -68,7 +68,7 @@ TEST(GovernorLoop, RestoresThroughTheExitHookAndOnlyOnce) {
   auto loop = GovernorLoop::start(options(true), std::make_unique<FakeSmi>(state), source);
   ASSERT_TRUE(loop.ok());
   ASSERT_TRUE(wait_for([&] { return state->cap(0) != 1500e6; }));
-  run_exit_restores();  // what the second signal and std::terminate do
+  run_exit_hooks();  // what the second signal and std::terminate do
   EXPECT_EQ(state->cap(0), 1500e6);
   const int writes = state->writes();
   std::this_thread::sleep_for(30ms);  // no write after a restore

@@ -4,38 +4,18 @@
 #include "runtime/pipeline/rank_link.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <thread>
 
+#include "rank_test_util.h"
+#include "runtime/pipeline/rank_listener.h"
 #include "runtime/pipeline/stage_protocol.h"
 
 namespace novaserve {
 namespace {
 
 using std::chrono::milliseconds;
-
-const auto kNoCheck = [](const nlohmann::json&) { return std::string(); };
-
-nlohmann::json hello(int rank, int world) {
-  return {{"op", "hello"}, {"rank", rank}, {"world_size", world}};
-}
-
-// A loopback TCP connection that sends `bytes` and closes.
-void send_raw(uint16_t port, const std::string& bytes) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    EXPECT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
-  }
-  ::close(fd);
-}
 
 TEST(RankLinkUrl, ParsesAndRefuses) {
   auto ok = parse_rendezvous_url("tcp://10.0.0.2:29500");
@@ -54,8 +34,8 @@ TEST(RankLinkUrl, ParsesAndRefuses) {
 }
 
 TEST(RankLink, MessagesBothWaysAfterAStrayPeer) {
-  auto listener = RankListener::listen({"127.0.0.1", 0});
-  ASSERT_TRUE(listener.ok()) << listener.error().message;
+  auto listener = listen_local();
+  ASSERT_NE(listener, nullptr);
   const uint16_t port = listener->port();
   std::thread rank1([port] {
     // Stray peers first: an HTTP request and a truncated message are dropped, not fatal.
@@ -100,8 +80,8 @@ TEST(RankLink, RefusesAWrongWorldARankOutsideItAndTheCheck) {
       {{{"op", "hello"}, {"rank", 1}, {"world_size", 2}, {"model", "other"}}, "another model"},
   };
   for (const Case& c : cases) {
-    auto listener = RankListener::listen({"127.0.0.1", 0});
-    ASSERT_TRUE(listener.ok());
+    auto listener = listen_local();
+    ASSERT_NE(listener, nullptr);
     const uint16_t port = listener->port();
     std::string rank_error;
     std::thread rank([&] {
@@ -123,8 +103,8 @@ TEST(RankLink, RefusesAWrongWorldARankOutsideItAndTheCheck) {
 TEST(RankLink, ClosedPortTimesOutWithAClearError) {
   uint16_t port = 0;
   {
-    auto listener = RankListener::listen({"127.0.0.1", 0});
-    ASSERT_TRUE(listener.ok());
+    auto listener = listen_local();
+    ASSERT_NE(listener, nullptr);
     port = listener->port();
   }  // closed: nobody listens there now
   const auto start = std::chrono::steady_clock::now();
@@ -137,8 +117,8 @@ TEST(RankLink, ClosedPortTimesOutWithAClearError) {
   EXPECT_GE(took, milliseconds(650));  // it retried until the timeout, not once
 
   // Rank 0 whose ranks never come: names the missing ones.
-  auto listener = RankListener::listen({"127.0.0.1", 0});
-  ASSERT_TRUE(listener.ok());
+  auto listener = listen_local();
+  ASSERT_NE(listener, nullptr);
   auto ranks = listener->accept_ranks(3, milliseconds(300), kNoCheck);
   ASSERT_FALSE(ranks.ok());
   EXPECT_EQ(ranks.error().code, ErrorCode::kIo);

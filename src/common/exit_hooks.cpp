@@ -1,4 +1,4 @@
-#include "telemetry/exit_restore.h"
+#include "common/exit_hooks.h"
 
 #include <cstdlib>
 #include <exception>
@@ -10,7 +10,7 @@ namespace {
 
 struct Registry {
   std::mutex mu;
-  std::map<uint64_t, std::function<void()>> restores;
+  std::map<uint64_t, std::function<void()>> hooks;
   uint64_t next = 1;
   std::terminate_handler previous = nullptr;
 };
@@ -21,39 +21,39 @@ Registry& registry() {
 }
 
 void on_terminate() {
-  run_exit_restores();
+  run_exit_hooks();
   if (registry().previous != nullptr) registry().previous();
   std::abort();
 }
 
 }  // namespace
 
-uint64_t register_exit_restore(std::function<void()> restore) {
-  static std::once_flag hooks;
-  std::call_once(hooks, [] {
-    std::atexit(run_exit_restores);
+uint64_t register_exit_hook(std::function<void()> hook) {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    std::atexit(run_exit_hooks);
     registry().previous = std::set_terminate(on_terminate);
   });
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.restores.emplace(r.next, std::move(restore));
+  r.hooks.emplace(r.next, std::move(hook));
   return r.next++;
 }
 
-void unregister_exit_restore(uint64_t id) {
+void unregister_exit_hook(uint64_t id) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.restores.erase(id);
+  r.hooks.erase(id);
 }
 
-void run_exit_restores() {
+void run_exit_hooks() {
   std::map<uint64_t, std::function<void()>> todo;
   {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mu);
-    todo.swap(r.restores);
+    todo.swap(r.hooks);
   }
-  for (auto& [id, restore] : todo) restore();
+  for (auto& [id, hook] : todo) hook();
 }
 
 }  // namespace novaserve
