@@ -5,10 +5,7 @@
 # one-line exit-2 error too (CI builds the CPU binary and has no GPU); --device cpu still runs.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
 
-if [ ! -f "$MODEL" ]; then
-  echo "SKIP: default model $MODEL is absent (run tools/fetch_model.sh)"
-  finish
-fi
+require_model
 
 for cmd in generate bench serve; do
   quick_args $cmd

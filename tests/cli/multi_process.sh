@@ -5,15 +5,13 @@
 # - a rank whose rank 0 never answers (a closed port) fails after --nccl-init-timeout with one
 #   line and exit 1, and so does a rank 0 whose ranks never come;
 # - 2 and 3 processes generate the one-process greedy text (with and without micro-batching);
-# - rank 0 refuses a rank with another model, and both say why;
 # - serve over 2 processes answers; when rank 1 dies, requests get an error, /health says
 #   unhealthy, and rank 0 still drains and exits 0.
+# The faults (hung ranks, other models, late ranks, stray peers): multi_process_faults.sh.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
+source "$(dirname "$0")/lib/ranks_lib.sh"
 
-if [ ! -f "$MODEL" ]; then
-  echo "SKIP: default model $MODEL is absent (run tools/fetch_model.sh)"
-  finish
-fi
+require_model
 
 for cmd in generate bench serve; do
   quick_args $cmd
@@ -99,55 +97,18 @@ grep -q "rank 2 does not use --micro-batching (rank 0's flags decide them)" "$TM
   fail "rank 2 did not name the rank-0 flag it ignores: $(cat "$TMP/rank2.err")"
 echo "ok: 2 and 3 processes generate the one-process text: $(head -c 60 "$TMP/one")"
 
-# Another model on rank 1 (same shape, other tensor bytes): refused, both say why (same bytes,
-# other weights: multi_process_faults.sh).
-if "$BIN" synth --preset smollm2-135m --type q8_0 -o "$TMP/other.gguf" >/dev/null 2>&1; then
-  port=$(free_port)
-  "$BIN" generate --model "$TMP/other.gguf" --nccl-init tcp://127.0.0.1:$port --rank 1 \
-    --world-size 2 >/dev/null 2>"$TMP/rank1.err" &
-  pid=$!
-  "$BIN" generate --model "$MODEL" --prompt hi -n 2 --nccl-init tcp://127.0.0.1:$port \
-    --world-size 2 >/dev/null 2>"$TMP/err"
-  rc=$?
-  wait $pid
-  rc1=$?
-  [ $rc -ne 0 ] && grep -q "rank 1 loaded another model" "$TMP/err" ||
-    fail "another model: rank 0 exit $rc: $(tail -1 "$TMP/err")"
-  [ $rc1 -eq 1 ] && grep -q "rank 0 refused this rank: rank 1 loaded another model" \
-    "$TMP/rank1.err" || fail "another model: rank 1 exit $rc1: $(cat "$TMP/rank1.err")"
-else
-  fail "synth of the other model failed"
-fi
-
 # serve over two processes, then rank 1 dies.
-port=$(free_port)
-http=$(free_port)
-"$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --rank 1 \
-  --world-size 2 2>"$TMP/rank1.err" &
-pid1=$!
-"$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --world-size 2 \
-  --host 127.0.0.1 --port "$http" 2>"$TMP/serve.err" &
-pid0=$!
-wait_healthy "$http" || fail "serve over 2 processes: not healthy: $(tail -c 300 "$TMP/serve.err")"
-body='{"prompt":"The capital of France is","max_tokens":8,"temperature":0}'
-completion() {
-  curl -s -o "$TMP/resp" -w "%{http_code}" "http://127.0.0.1:$http/v1/completions" \
-    -H 'Content-Type: application/json' -d "$body"
-}
+start_serve serve
 code=$(completion)
 [ "$code" = 200 ] || fail "serve over 2 processes: HTTP $code: $(head -c 300 "$TMP/resp")"
 python3 -c 'import json, sys
 got = json.load(open(sys.argv[1]))["choices"][0]["text"]
 sys.exit(0 if got == open(sys.argv[2]).read().rstrip("\n") else 1)' "$TMP/resp" "$TMP/one" ||
   fail "serve over 2 processes: text differs from generate: $(head -c 300 "$TMP/resp")"
-kill -9 $pid1
-wait $pid1 2>/dev/null
-code=$(completion)
-[ "$code" = 500 ] && grep -q "rank 1 closed the connection" "$TMP/resp" ||
-  fail "after rank 1 died: HTTP $code: $(head -c 300 "$TMP/resp")"
-curl -s "http://127.0.0.1:$http/health" >"$TMP/health"
-grep -q '"healthy":false' "$TMP/health" || fail "after rank 1 died: health $(cat "$TMP/health")"
-kill -TERM $pid0
-wait $pid0 || fail "rank 0 serve exited $? after rank 1 died"
+kill -9 $rank1_pid
+wait $rank1_pid 2>/dev/null
+expect_failed_replica "after rank 1 died" "rank 1 closed the connection"
+kill -TERM $rank0_pid
+wait $rank0_pid || fail "rank 0 serve exited $? after rank 1 died"
 echo "ok: serve over 2 processes answered, then failed its requests cleanly when rank 1 died"
 finish

@@ -5,18 +5,17 @@
 # - bad --rank-timeout values exit 2 with one line;
 # - a world that fails to form exits 1 with one short error line, in generate, bench and serve;
 # - idle connections to rank 0's port do not delay a rank;
-# - a model of the same shapes and tensor sizes but other weights is refused on both sides;
+# - a model of other tensor bytes, or of the same shapes and sizes but other weights, is refused
+#   on both sides;
 # - serve: a duplicate rank that comes after the world is full is refused and exits 1 with the
 #   reason; a stopped rank (SIGSTOP) fails its requests after --rank-timeout, /health turns
 #   unhealthy and rank 0 still exits 0 on SIGTERM; the rank, resumed, finds rank 0's shutdown;
 # - while rank 0 waits for a stopped rank after its drain deadline, a second SIGTERM ends it at
 #   once, and it tells the rank to shut down.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
+source "$(dirname "$0")/lib/ranks_lib.sh"
 
-if [ ! -f "$MODEL" ]; then
-  echo "SKIP: default model $MODEL is absent (run tools/fetch_model.sh)"
-  finish
-fi
+require_model
 
 for cmd in generate bench serve; do
   quick_args $cmd
@@ -82,48 +81,45 @@ wait $idle_pid 2>/dev/null
   fail "idle connections: rank 0 exited $rc0 or printed other text: $(tail -c 300 "$TMP/err")"
 echo "ok: 3 idle connections did not keep rank 1 out"
 
-# The same preset, type and sizes with another seed: other weights, refused on both sides.
-if "$BIN" synth --preset smollm2-135m --type q8_0 --seed 1 -o "$TMP/a.gguf" >/dev/null 2>&1 &&
-  "$BIN" synth --preset smollm2-135m --type q8_0 --seed 2 -o "$TMP/b.gguf" >/dev/null 2>&1; then
+# refused_model NAME RANK0_MODEL RANK1_MODEL WHY: rank 0 refuses rank 1's model; both exit 1 and
+# name the reason, which starts with WHY.
+refused_model() {
+  local port rank1 rc rc1
   port=$(free_port)
-  "$BIN" generate --model "$TMP/b.gguf" --nccl-init tcp://127.0.0.1:$port --rank 1 \
-    --world-size 2 >/dev/null 2>"$TMP/rank1.err" &
-  pid=$!
-  "$BIN" generate --model "$TMP/a.gguf" --prompt hi -n 2 --nccl-init tcp://127.0.0.1:$port \
+  "$BIN" generate --model "$3" --nccl-init tcp://127.0.0.1:$port --rank 1 --world-size 2 \
+    >/dev/null 2>"$TMP/rank1.err" &
+  rank1=$!
+  "$BIN" generate --model "$2" --prompt hi -n 2 --nccl-init tcp://127.0.0.1:$port \
     --world-size 2 >/dev/null 2>"$TMP/err"
   rc=$?
-  wait $pid
+  wait $rank1
   rc1=$?
-  why="rank 1 loaded another model: the same shapes and tensor sizes but other weights or hyper-parameters (fingerprint "
-  [ $rc -eq 1 ] && grep -q "$why" "$TMP/err" ||
-    fail "other weights: rank 0 exit $rc: $(grep error "$TMP/err")"
+  [ $rc -eq 1 ] && grep -q "rank 1 loaded another model: $4" "$TMP/err" ||
+    fail "$1: rank 0 exit $rc: $(grep error "$TMP/err")"
   [ $rc1 -eq 1 ] && [ "$(wc -l <"$TMP/rank1.err")" -eq 1 ] &&
-    grep -q "rank 0 refused this rank: $why" "$TMP/rank1.err" ||
-    fail "other weights: rank 1 exit $rc1: $(cat "$TMP/rank1.err")"
-  echo "ok: other weights refused: $(cat "$TMP/rank1.err")"
+    grep -q "rank 0 refused this rank: rank 1 loaded another model: $4" "$TMP/rank1.err" ||
+    fail "$1: rank 1 exit $rc1: $(cat "$TMP/rank1.err")"
+  echo "ok: $1 refused: $(cat "$TMP/rank1.err")"
+}
+# The same preset with other tensor bytes (q8_0, not Q4_1); the same preset, type and sizes with
+# another seed: other weights.
+if "$BIN" synth --preset smollm2-135m --type q8_0 --seed 1 -o "$TMP/a.gguf" >/dev/null 2>&1 &&
+  "$BIN" synth --preset smollm2-135m --type q8_0 --seed 2 -o "$TMP/b.gguf" >/dev/null 2>&1; then
+  refused_model "other tensor bytes" "$MODEL" "$TMP/a.gguf" "tensor_bytes "
+  refused_model "other weights" "$TMP/a.gguf" "$TMP/b.gguf" \
+    "the same shapes and tensor sizes but other weights or hyper-parameters (fingerprint "
 else
   fail "synth of the two models failed"
 fi
 
-# start_serve NAME FLAGS...: rank 1 then rank 0 of a 2-process serve (pids in rank1_pid and
-# rank0_pid, logs in $TMP/NAME.rank1.err and $TMP/NAME.err, HTTP port in http), until healthy.
-start_serve() {
-  local name=$1
-  shift
-  port=$(free_port)
-  http=$(free_port)
-  "$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --rank 1 \
-    --world-size 2 2>"$TMP/$name.rank1.err" &
-  rank1_pid=$!
-  "$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --world-size 2 \
-    --host 127.0.0.1 --port "$http" "$@" 2>"$TMP/$name.err" &
-  rank0_pid=$!
-  wait_healthy "$http" || fail "$name: not healthy: $(tail -c 300 "$TMP/$name.err")"
-}
-body='{"prompt":"The capital of France is","max_tokens":8,"temperature":0}'
-completion() {
-  curl -s -m 60 -o "$TMP/resp" -w "%{http_code}" "http://127.0.0.1:$http/v1/completions" \
-    -H 'Content-Type: application/json' -d "$body"
+# resume_rank1 NAME: continues the stopped rank 1 of start_serve NAME, which must then find rank
+# 0's shutdown and exit 0.
+resume_rank1() {
+  kill -CONT $rank1_pid
+  wait_exit $rank1_pid 20
+  local rc=$?
+  [ $rc -eq 0 ] && grep -q "rank 1: rank 0 shut down" "$TMP/$1.rank1.err" ||
+    fail "$1: resumed rank 1 exited $rc: $(tail -c 300 "$TMP/$1.rank1.err")"
 }
 
 start_serve hung --rank-timeout 2
@@ -141,21 +137,13 @@ grep -q "novaserve pipeline: refused a late process: rank 1 has already joined" 
 echo "ok (exit $rc): late duplicate: $(cat "$TMP/late.err")"
 # Rank 1 stops answering: the request fails after --rank-timeout, the replica is unhealthy.
 kill -STOP $rank1_pid
-code=$(completion)
-[ "$code" = 500 ] && grep -q "rank 1 did not answer within 2 s (--rank-timeout)" "$TMP/resp" ||
-  fail "stopped rank: HTTP $code: $(head -c 300 "$TMP/resp")"
-curl -s "http://127.0.0.1:$http/health" >"$TMP/health"
-grep -q '"healthy":false' "$TMP/health" || fail "stopped rank: health $(cat "$TMP/health")"
+expect_failed_replica "stopped rank" "rank 1 did not answer within 2 s (--rank-timeout)"
 kill -TERM $rank0_pid
 wait_exit $rank0_pid 20
 rc=$?
 [ $rc -eq 0 ] || fail "stopped rank: rank 0 exited $rc after SIGTERM: $(tail -c 300 "$TMP/hung.err")"
 # Resumed, rank 1 answers the step nobody waits for, then finds rank 0's shutdown.
-kill -CONT $rank1_pid
-wait_exit $rank1_pid 20
-rc=$?
-[ $rc -eq 0 ] && grep -q "rank 1: rank 0 shut down" "$TMP/hung.rank1.err" ||
-  fail "stopped rank: rank 1 exited $rc: $(tail -c 300 "$TMP/hung.rank1.err")"
+resume_rank1 hung
 echo "ok: a stopped rank failed its request after 2 s, rank 0 exited 0, rank 1 then exited 0"
 
 # Rank 1 stops during a request; after the 1-s drain deadline rank 0 waits for the step (up to
@@ -180,10 +168,6 @@ rc0=$?
   fail "second signal: rank 0 exit $rc0: $(tail -c 300 "$TMP/second.err")"
 kill $curl_pid 2>/dev/null
 wait $curl_pid 2>/dev/null
-kill -CONT $rank1_pid
-wait_exit $rank1_pid 20
-rc=$?
-[ $rc -eq 0 ] && grep -q "rank 1: rank 0 shut down" "$TMP/second.rank1.err" ||
-  fail "second signal: rank 1 exited $rc: $(tail -c 300 "$TMP/second.rank1.err")"
+resume_rank1 second
 echo "ok: a second SIGTERM ended rank 0 at once (exit $rc0) and rank 1 was told to shut down"
 finish

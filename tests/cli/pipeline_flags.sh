@@ -6,10 +6,7 @@
 # A CPU pipeline generates the single-stage greedy tokens and logs each stage's memory.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
 
-if [ ! -f "$MODEL" ]; then
-  echo "SKIP: default model $MODEL is absent (run tools/fetch_model.sh)"
-  finish
-fi
+require_model
 
 for cmd in generate bench serve; do
   quick_args $cmd

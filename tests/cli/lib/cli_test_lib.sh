@@ -1,6 +1,7 @@
 # Shared set-up for the CLI test scripts in tests/cli (sourced, not run).
 # Defines BIN (from $1), SRC, SHARED, MODEL, a TMP dir removed on exit, a failure counter with
-# fail(), expect_exit2(), quick_args(), free_port(), wait_healthy(), wait_exit() and finish().
+# fail(), expect_exit2(), require_model(), quick_args(), free_port(), wait_healthy(), wait_exit()
+# and finish().
 set -u
 BIN=${1:?usage: $(basename "$0") NOVASERVE_BINARY}
 SRC=${NOVASERVE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -33,6 +34,14 @@ expect_exit2() {
     return 1
   fi
   echo "ok (exit 2): $what: $(cat "$TMP/err")"
+}
+
+# require_model: ends the script with a SKIP line (success) when the default model is absent.
+require_model() {
+  if [ ! -f "$MODEL" ]; then
+    echo "SKIP: default model $MODEL is absent (run tools/fetch_model.sh)"
+    finish
+  fi
 }
 
 # quick_args CMD: sets the array `args` to the flags of a short run of CMD (generate, bench or

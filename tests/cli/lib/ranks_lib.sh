@@ -1,0 +1,35 @@
+# Multi-process serve helpers for tests/cli/multi_process*.sh (sourced after cli_test_lib.sh).
+
+# start_serve NAME FLAGS...: rank 1 then rank 0 of a 2-process serve (pids in rank1_pid and
+# rank0_pid, logs in $TMP/NAME.rank1.err and $TMP/NAME.err, HTTP port in http), until healthy.
+start_serve() {
+  local name=$1
+  shift
+  port=$(free_port)
+  http=$(free_port)
+  "$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --rank 1 \
+    --world-size 2 2>"$TMP/$name.rank1.err" &
+  rank1_pid=$!
+  "$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --world-size 2 \
+    --host 127.0.0.1 --port "$http" "$@" 2>"$TMP/$name.err" &
+  rank0_pid=$!
+  wait_healthy "$http" || fail "$name: not healthy: $(tail -c 300 "$TMP/$name.err")"
+}
+# completion: POST /v1/completions (greedy, 8 tokens of "The capital of France is") to the
+# server of start_serve; prints the HTTP code, the body goes to $TMP/resp.
+completion() {
+  curl -s -m 60 -o "$TMP/resp" -w "%{http_code}" "http://127.0.0.1:$http/v1/completions" \
+    -H 'Content-Type: application/json' \
+    -d '{"prompt":"The capital of France is","max_tokens":8,"temperature":0}'
+}
+
+# expect_failed_replica WHAT MESSAGE: a completion gets HTTP 500 naming MESSAGE, and /health says
+# the replica is unhealthy.
+expect_failed_replica() {
+  local code
+  code=$(completion)
+  [ "$code" = 500 ] && grep -q "$2" "$TMP/resp" ||
+    fail "$1: HTTP $code: $(head -c 300 "$TMP/resp")"
+  curl -s "http://127.0.0.1:$http/health" >"$TMP/health"
+  grep -q '"healthy":false' "$TMP/health" || fail "$1: health $(cat "$TMP/health")"
+}
