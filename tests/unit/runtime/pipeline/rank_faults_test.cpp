@@ -78,11 +78,13 @@ TEST(RankFaults, AHugeFirstMessageIsDroppedBeforeAnyAllocation) {
   const int64_t rss_before = resident_bytes();
   bool stray_dropped = false;
   std::thread peers([port, &huge, &stray_dropped] {
-    // A stray peer announces a 3 GiB payload and sends nothing more: rank 0 must drop it at once
-    // (not wait for its bytes) and then admit the real rank.
+    // A stray peer announces a 3 GiB payload, sends its 10-byte header and nothing more: rank 0
+    // must drop it at the prefix (not allocate the payload and wait for its bytes), and then
+    // admit the real rank.
     const int fd = connect_raw(port);
     ASSERT_GE(fd, 0);
-    ASSERT_EQ(::write(fd, huge.data(), huge.size()), static_cast<ssize_t>(huge.size()));
+    const std::string message = std::string(huge.begin(), huge.end()) + R"({"op":"x"})";
+    ASSERT_EQ(::write(fd, message.data(), message.size()), static_cast<ssize_t>(message.size()));
     stray_dropped = closed_by_peer(fd);
     ::close(fd);
     auto link = connect_to_rank0({"127.0.0.1", port}, hello(1, 2), milliseconds(10000));
