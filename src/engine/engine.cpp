@@ -36,6 +36,9 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
   }
 
   SchedulerConfig sc = options.scheduler;
+  // One group per step the runner can keep in flight (an overlapped pipeline), each of at least
+  // one sequence.
+  sc.num_groups = std::clamp((*model)->max_in_flight(), 1, std::max(sc.max_num_seqs, 1));
   const auto n_ctx = static_cast<int32_t>(std::min<int64_t>(cfg.n_ctx_train, INT32_MAX));
   if (sc.max_model_len == 0) sc.max_model_len = n_ctx;
   if (sc.max_model_len < 0 || sc.max_model_len > n_ctx) {
@@ -97,6 +100,12 @@ Result<std::unique_ptr<EngineClient>> create_engine(std::shared_ptr<const GgufFi
                std::string(ggml_type_traits(options.kv_cache_dtype).name).c_str(), sc.max_num_seqs,
                sc.max_num_batched_tokens, sc.max_model_len, sc.enable_prefix_caching ? "on" : "off",
                (*model)->describe().c_str());
+  if (sc.num_groups > 1) {
+    std::fprintf(stderr,
+                 "novaserve engine: %d groups of up to %d sequences, one step of each in flight "
+                 "(the runner overlaps them)\n",
+                 sc.num_groups, (sc.max_num_seqs + sc.num_groups - 1) / sc.num_groups);
+  }
 
   std::vector<int32_t> eog;
   for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
@@ -116,7 +125,7 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, PagedKvCache kv,
       options_(options),
       n_vocab_(static_cast<int32_t>(model_->config().n_vocab)),
       block_size_(options.block_size),
-      masks_(scheduler_->config().max_num_seqs, n_vocab_) {
+      groups_(static_cast<size_t>(scheduler_->config().num_groups)) {
   is_eog_.assign(n_vocab_, 0);
   for (int32_t id : eog_ids) is_eog_[id] = 1;
   const SchedulerConfig& sc = scheduler_->config();
@@ -129,9 +138,12 @@ Engine::Engine(std::unique_ptr<ModelRunner> model, PagedKvCache kv,
   const Status reserved =
       model_->reserve(sc.max_num_batched_tokens, max_seqs, max_context, block_size_);
   NOVASERVE_CHECK(reserved.ok()) << reserved.error().message;
-  forward_seqs_.reserve(max_seqs);
+  for (GroupStep& g : groups_) {
+    g.seqs.reserve(max_seqs);
+    g.masks = std::make_unique<GrammarMaskWorker>(max_seqs, n_vocab_);
+    g.mask_jobs.reserve(max_seqs);
+  }
   masked_logits_.resize(n_vocab_);
-  mask_jobs_.reserve(max_seqs);
   incoming_.reserve(max_seqs);
   inbox_.reserve(max_seqs);
   scheduler_->set_cost_model(&cost_model_);
@@ -215,7 +227,10 @@ std::vector<ReplicaStatus> Engine::replicas() const {
 
 void Engine::fail_engine(const std::string& message) {
   std::fprintf(stderr, "novaserve engine: failed, serving no more requests: %s\n", message.c_str());
-  masks_.wait();  // a check inside the forward leaves the mask worker on the step's matchers
+  // A check inside a step leaves a mask worker on the step's matchers, and other groups' steps
+  // may still be running: wait for both before the sequences go.
+  drain();
+  for (GroupStep& g : groups_) g.masks->wait();
   std::vector<std::unique_ptr<Sequence>> held = scheduler_->take_all();
   for (auto& seq : incoming_) {
     if (seq) held.push_back(std::move(seq));
@@ -258,9 +273,11 @@ void Engine::run() {
 
 void Engine::loop() {
   const auto max_seqs = static_cast<size_t>(scheduler_->config().max_num_seqs);
+  const auto n_groups = static_cast<int32_t>(groups_.size());
   for (;;) {
     {
       std::unique_lock<std::mutex> lk(mu_);
+      // A step in flight holds running sequences, so an engine with no work has none in flight.
       if (!scheduler_->has_work()) {
         cv_.wait(lk, [&] { return stop_ || !inbox_.empty(); });
         // --batch-wait-ms: an idle engine gives a burst of arrivals a moment to join one batch.
@@ -268,7 +285,11 @@ void Engine::loop() {
           cv_.wait_for(lk, options_.batch_wait, [&] { return stop_ || inbox_.size() >= max_seqs; });
         }
       }
-      if (stop_) return;
+      if (stop_) {
+        lk.unlock();
+        drain();
+        return;
+      }
       inbox_.swap(incoming_);
       inbox_prompt_tokens_ = 0;
     }
@@ -287,7 +308,16 @@ void Engine::loop() {
       NOVASERVE_CHECK(added.ok()) << "add() failed after admissible(): " << added.error().message;
     }
     incoming_.clear();
-    step();
+    if (n_groups == 1) {
+      step();
+    } else {
+      // Groups in turn: finish the group's step in flight (the others keep running), then plan
+      // and submit its next one (docs/engine.md, "Groups of sequences in flight").
+      const int32_t g = next_group_;
+      next_group_ = (g + 1) % n_groups;
+      if (groups_[g].plan != nullptr) complete(g);
+      launch(g);
+    }
     publish_stats();
   }
 }
@@ -319,7 +349,9 @@ void Engine::publish_stats() {
   stats_.step_seconds = step_seconds_;
   stats_.forward_seconds = forward_seconds_;
   stats_.grammar_mask_wait_seconds = mask_wait_seconds_;
-  stats_.grammar_mask_seconds = masks_.busy_seconds();
+  double mask_seconds = 0.0;
+  for (const GroupStep& g : groups_) mask_seconds += g.masks->busy_seconds();
+  stats_.grammar_mask_seconds = mask_seconds;
 }
 
 }  // namespace novaserve

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -42,8 +43,16 @@ class Engine final : public EngineClient {
   // The engine thread: loop() under ScopedCheckThrows; an exception fails the engine.
   void run();
   void loop();
-  // One scheduler step: plan, abort outputs, forward, commit, sample and emit.
+  // One scheduler step with one group: launch(0), then complete(0) back to back.
   void step();
+  // The first half of a step of `group`: plan, abort outputs, submit the forward (the step is
+  // then in flight). Throws (failing the engine) when the runner refuses the step.
+  void launch(int32_t group);
+  // The second half: wait for the step of `group` in flight, commit, sample and emit, and feed
+  // the step's timings to the cost model and rates. Throws when the step failed.
+  void complete(int32_t group);
+  // Waits (ignoring errors) for every step still in flight, so that the runner is idle.
+  void drain();
   // True when `seq`'s next token is the plain argmax of its logits (Sampler::plain_greedy, no
   // logprobs, min_tokens reached), so the runner may compute it (ForwardSeq::greedy).
   bool greedy_on_runner(const Sequence& seq) const;
@@ -55,6 +64,7 @@ class Engine final : public EngineClient {
   // A StepOutput with the usage fields of `seq` filled in.
   StepOutput output_for(const Sequence& seq) const;
   // Ends every sequence of `plan` with kError (a failed forward; nothing is committed).
+  // `plan` must not be a plan of another group in flight.
   void fail_plan(const SchedulerPlan& plan, const std::string& message);
   // Emits the final output of each sequence the scheduler dropped this step (aborted, expired).
   void emit_dropped(const SchedulerPlan& plan);
@@ -74,6 +84,22 @@ class Engine final : public EngineClient {
   // until the engine stops. Runs on the engine thread.
   void fail_engine(const std::string& message);
 
+  using Clock = std::chrono::steady_clock;
+
+  // One group's step from launch() to complete() (the group's runner slot is its index).
+  // Buffers sized at construction (no allocation in the steady state).
+  struct GroupStep {
+    const SchedulerPlan* plan = nullptr;       // the plan in flight; null when none
+    std::vector<ForwardSeq> seqs;              // the forward batch (complete() reads `greedy`)
+    std::unique_ptr<GrammarMaskWorker> masks;  // constrained rows' masks, filled in flight
+    std::vector<GrammarMaskWorker::Job> mask_jobs;
+    Clock::time_point scheduled;  // when the step was planned
+    StepShape shape;
+    int64_t prefill_tokens = 0;  // prompt tokens it takes care of (observe_prefill)
+    int64_t departures = 0;      // sequences that left with it
+    bool queued = false;         // sequences were waiting when it was planned
+  };
+
   std::unique_ptr<ModelRunner> model_;
   PagedKvCache kv_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -82,11 +108,11 @@ class Engine final : public EngineClient {
   int32_t n_vocab_;
   int32_t block_size_;
 
-  // Engine-thread step buffers, sized at construction (no allocation in the steady state).
-  std::vector<ForwardSeq> forward_seqs_;
+  // Engine-thread step state, sized at construction (no allocation in the steady state).
+  std::vector<GroupStep> groups_;      // SchedulerConfig::num_groups
+  int32_t next_group_ = 0;             // the group the loop completes and launches next
+  Clock::time_point last_completion_;  // when the last step was completed
   std::vector<float> masked_logits_;
-  GrammarMaskWorker masks_;  // constrained rows' masks, filled during the forward
-  std::vector<GrammarMaskWorker::Job> mask_jobs_;
   double mask_wait_seconds_ = 0.0;  // time steps spent waiting for masks after the forward
   std::vector<std::unique_ptr<Sequence>> incoming_;
   LinearStepCostModel cost_model_;

@@ -122,64 +122,84 @@ void Engine::observe_departures(int64_t departures, double seconds, bool queued)
 }
 
 void Engine::step() {
+  launch(0);
+  if (groups_[0].plan != nullptr) complete(0);
+}
+
+void Engine::launch(int32_t group) {
   NOVASERVE_CHECK(options_.fail_after_steps == 0 || num_steps_ < options_.fail_after_steps)
       << "the test hook --test-fail-replica fails this engine after " << num_steps_ << " steps";
-  using Clock = std::chrono::steady_clock;
-  const auto t_step = Clock::now();
-  const bool queued = scheduler_->num_waiting() > 0;
-  const SchedulerPlan& plan = scheduler_->schedule(t_step);
+  GroupStep& g = groups_[group];
+  g.scheduled = Clock::now();
+  g.queued = scheduler_->num_waiting() > 0;
+  const SchedulerPlan& plan = scheduler_->schedule(g.scheduled, group);
   emit_dropped(plan);
-  int64_t departures = static_cast<int64_t>(plan.aborted.size() + plan.expired.size());
+  g.departures = static_cast<int64_t>(plan.aborted.size() + plan.expired.size());
   if (plan.seqs.empty()) {
-    observe_departures(departures, std::chrono::duration<double>(Clock::now() - t_step).count(),
-                       queued);
+    observe_departures(g.departures,
+                       std::chrono::duration<double>(Clock::now() - g.scheduled).count(), g.queued);
     return;
   }
   // Prompt tokens this step takes care of: those it computes, and those admissions found in the
   // prefix cache (the backlog the SLO rule divides by this rate counts both).
-  int64_t prefill_tokens = scheduler_->stats().prefix_cache_hits - prefix_hits_seen_;
+  g.prefill_tokens = scheduler_->stats().prefix_cache_hits - prefix_hits_seen_;
   prefix_hits_seen_ = scheduler_->stats().prefix_cache_hits;
   for (const ScheduledSeq& s : plan.seqs) {
     // A decode computes the last generated token; everything else is prompt (or recompute).
     const bool decode = s.num_tokens == 1 && s.pos0 >= s.seq->num_prompt_tokens();
-    if (!decode) prefill_tokens += s.num_tokens;
+    if (!decode) g.prefill_tokens += s.num_tokens;
   }
-  const StepShape shape = plan.shape;
+  g.shape = plan.shape;
 
-  forward_seqs_.clear();
+  g.seqs.clear();
   for (const ScheduledSeq& s : plan.seqs) {
     ForwardSeq f;
     f.tokens = s.seq->tokens().subspan(s.pos0, s.num_tokens);
     f.pos0 = s.pos0;
     f.kv = kv_.view(s.seq->block_table());
     f.greedy = s.sample && greedy_on_runner(*s.seq);
-    forward_seqs_.push_back(f);
+    g.seqs.push_back(f);
   }
   // Grammar masks of the rows that sample this step: their matchers have accepted every token
   // so far, so the masks are filled while the forward runs.
-  mask_jobs_.clear();
+  g.mask_jobs.clear();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     grammar::GrammarMatcher* m = plan.seqs[i].sample ? plan.seqs[i].seq->matcher() : nullptr;
-    if (m != nullptr) mask_jobs_.push_back({static_cast<int32_t>(i), m});
+    if (m != nullptr) g.mask_jobs.push_back({static_cast<int32_t>(i), m});
   }
-  masks_.start(mask_jobs_);
+  g.masks->start(g.mask_jobs);
   const auto t_forward = Clock::now();
-  const Status forward = model_->forward(forward_seqs_, options_.act_quant);
+  const Status submitted = model_->submit(group, g.seqs, options_.act_quant);
   forward_seconds_ += std::chrono::duration<double>(Clock::now() - t_forward).count();
-  mask_wait_seconds_ += masks_.wait();
-  if (!forward.ok()) {
+  if (!submitted.ok()) {
+    mask_wait_seconds_ += g.masks->wait();
     // A device error leaves the device unusable for what follows: the planned requests fail
     // with it, and so does the engine (its replica; the others keep serving).
+    fail_plan(plan, "forward pass failed: " + submitted.error().message);
+    throw std::runtime_error("forward pass failed: " + submitted.error().message);
+  }
+  g.plan = &plan;
+}
+
+void Engine::complete(int32_t group) {
+  GroupStep& g = groups_[group];
+  const SchedulerPlan& plan = *g.plan;
+  const auto t_wait = Clock::now();
+  const Status forward = model_->wait(group);
+  forward_seconds_ += std::chrono::duration<double>(Clock::now() - t_wait).count();
+  g.plan = nullptr;  // no longer in flight, whatever follows
+  mask_wait_seconds_ += g.masks->wait();
+  if (!forward.ok()) {
     fail_plan(plan, "forward pass failed: " + forward.error().message);
     throw std::runtime_error("forward pass failed: " + forward.error().message);
   }
-  scheduler_->commit();
+  scheduler_->commit(group);
 
+  int64_t departures = g.departures;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     if (!plan.seqs[i].sample) continue;
     Sequence& seq = *plan.seqs[i].seq;
-    const std::optional<int32_t> greedy =
-        forward_seqs_[i].greedy ? model_->greedy_token(i) : std::nullopt;
+    const std::optional<int32_t> greedy = g.seqs[i].greedy ? model_->greedy_token(i) : std::nullopt;
     const float* logits = greedy ? nullptr : model_->logits(i);
     grammar::GrammarMatcher* matcher = seq.matcher();
     int32_t token;
@@ -187,8 +207,9 @@ void Engine::step() {
       token = *greedy;
       seq.sampler().accept(token);
     } else {
-      token = sample(seq, logits,
-                     matcher ? masks_.mask(static_cast<int32_t>(i)) : std::span<const uint32_t>());
+      token =
+          sample(seq, logits,
+                 matcher ? g.masks->mask(static_cast<int32_t>(i)) : std::span<const uint32_t>());
     }
     // The matcher follows the token it allowed; a refusal here would be a grammar-engine bug,
     // and failing the request beats emitting output that breaks its schema.
@@ -228,11 +249,28 @@ void Engine::step() {
     }
   }
   ++num_steps_;
-  const double seconds = std::chrono::duration<double>(Clock::now() - t_step).count();
-  step_seconds_ += seconds;
-  cost_model_.observe(shape, seconds * 1000.0);
-  observe_prefill(prefill_tokens, seconds);
-  observe_departures(departures, seconds, queued);
+  // With several groups in flight a step's latency (planned to emitted) overlaps the other
+  // groups' steps: the cost model learns that latency, while the rates and the step-time total
+  // count only the wall time since the previous completion, so that they add up to the
+  // engine's time (docs/engine.md). With one group both are the step's time.
+  const auto now = Clock::now();
+  const double latency = std::chrono::duration<double>(now - g.scheduled).count();
+  const double interval =
+      std::chrono::duration<double>(now - std::max(g.scheduled, last_completion_)).count();
+  last_completion_ = now;
+  step_seconds_ += interval;
+  cost_model_.observe(g.shape, latency * 1000.0);
+  observe_prefill(g.prefill_tokens, interval);
+  observe_departures(departures, interval, g.queued);
+}
+
+void Engine::drain() {
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    if (groups_[i].plan == nullptr) continue;
+    (void)model_->wait(static_cast<int>(i));
+    groups_[i].plan = nullptr;
+    groups_[i].masks->wait();
+  }
 }
 
 }  // namespace novaserve

@@ -35,16 +35,32 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(const SchedulerConfig& conf
                "max_num_batched_tokens (" + std::to_string(config.max_num_batched_tokens) +
                    ") must be >= max_num_seqs (" + std::to_string(config.max_num_seqs) + ")");
   }
+  if (config.num_groups < 1 || config.num_groups > config.max_num_seqs) {
+    return Err(ErrorCode::kInvalidInput, "num_groups must be in [1, max_num_seqs (" +
+                                             std::to_string(config.max_num_seqs) + ")], got " +
+                                             std::to_string(config.num_groups));
+  }
   return std::unique_ptr<Scheduler>(new Scheduler(config, std::move(pool)));
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, KvBlockPool pool)
-    : config_(config), pool_(std::move(pool)) {
+    : config_(config), pool_(std::move(pool)), groups_(static_cast<size_t>(config.num_groups)) {
   running_.reserve(config.max_num_seqs);
   waiting_.reserve(config.max_num_seqs);
-  plan_.seqs.reserve(config.max_num_seqs);
-  plan_.aborted.reserve(config.max_num_seqs);
-  plan_.expired.reserve(config.max_num_seqs);
+  for (Group& g : groups_) {
+    g.plan.seqs.reserve(config.max_num_seqs);
+    g.plan.aborted.reserve(config.max_num_seqs);
+    g.plan.expired.reserve(config.max_num_seqs);
+  }
+}
+
+int32_t Scheduler::num_running(int32_t group) const {
+  NOVASERVE_CHECK(group >= 0 && group < config_.num_groups) << "group " << group;
+  return groups_[group].running;
+}
+
+int32_t Scheduler::group_capacity() const {
+  return (config_.max_num_seqs + config_.num_groups - 1) / config_.num_groups;
 }
 
 Status Scheduler::admissible(int32_t prompt_tokens, int32_t max_tokens) const {
@@ -91,31 +107,34 @@ void Scheduler::insert_running(std::unique_ptr<Sequence> seq) {
   running_.insert(it, std::move(seq));
 }
 
-const SchedulerPlan& Scheduler::schedule(std::chrono::steady_clock::time_point now) {
-  plan_.seqs.clear();
-  plan_.aborted.clear();  // destroys last step's aborted and expired sequences
-  plan_.expired.clear();
-  plan_.num_batched_tokens = 0;
-  plan_.num_preempted = 0;
-  plan_.shape = StepShape{};
-  plan_.predicted_ms = 0.0;
-  plan_.step_limit_ms = 0.0;
+const SchedulerPlan& Scheduler::schedule(std::chrono::steady_clock::time_point now, int32_t group) {
+  NOVASERVE_CHECK(group >= 0 && group < config_.num_groups) << "group " << group;
+  group_ = group;
+  SchedulerPlan& p = plan();
+  p.seqs.clear();
+  p.aborted.clear();  // destroys last step's aborted and expired sequences
+  p.expired.clear();
+  p.num_batched_tokens = 0;
+  p.num_preempted = 0;
+  p.shape = StepShape{};
+  p.predicted_ms = 0.0;
+  p.step_limit_ms = 0.0;
   budget_ = config_.max_num_batched_tokens;
   prefill_planned_ = false;
   drop_cancelled();
   expire_waiting(now);
   schedule_running(/*decodes=*/true);
-  if (cost_model_ != nullptr && !plan_.seqs.empty()) {
-    plan_.step_limit_ms = config_.max_step_ms > 0.0
-                              ? config_.max_step_ms
-                              : kAutoStepMultiple * cost_model_->predict_ms(plan_.shape);
+  if (cost_model_ != nullptr && !p.seqs.empty()) {
+    p.step_limit_ms = config_.max_step_ms > 0.0
+                          ? config_.max_step_ms
+                          : kAutoStepMultiple * cost_model_->predict_ms(p.shape);
   }
   schedule_running(/*decodes=*/false);
   // After a preemption the pool is short; admitting now would only preempt again (vLLM v1).
-  if (plan_.num_preempted == 0) admit_waiting(now);
-  if (cost_model_ != nullptr) plan_.predicted_ms = cost_model_->predict_ms(plan_.shape);
-  plan_open_ = true;
-  return plan_;
+  if (p.num_preempted == 0) admit_waiting(now);
+  if (cost_model_ != nullptr) p.predicted_ms = cost_model_->predict_ms(p.shape);
+  groups_[group].plan_open = true;
+  return p;
 }
 
 void Scheduler::expire_waiting(std::chrono::steady_clock::time_point now) {
@@ -132,17 +151,18 @@ void Scheduler::expire_waiting(std::chrono::steady_clock::time_point now) {
     s->status_ = SequenceStatus::kFinished;
     s->finish_reason_ = FinishReason::kError;
     ++stats_.num_queue_timeouts;
-    plan_.expired.push_back(std::move(s));
+    plan().expired.push_back(std::move(s));
   }
   waiting_.resize(kept);
 }
 
 int32_t Scheduler::time_capped(int32_t pos0, int32_t n) const {
-  if (plan_.step_limit_ms <= 0.0) return n;
+  const SchedulerPlan& p = groups_[group_].plan;
+  if (p.step_limit_ms <= 0.0) return n;
   const auto fits = [&](int32_t m) {
-    StepShape s = plan_.shape;
+    StepShape s = p.shape;
     s.add(pos0, m);
-    return cost_model_->predict_ms(s) <= plan_.step_limit_ms;
+    return cost_model_->predict_ms(s) <= p.step_limit_ms;
   };
   int32_t m = n;
   if (!fits(n)) {
@@ -160,10 +180,11 @@ int32_t Scheduler::time_capped(int32_t pos0, int32_t n) const {
 }
 
 void Scheduler::plan_entry(Sequence& s, int32_t pos0, int32_t n, bool prefill) {
-  plan_.seqs.push_back({&s, pos0, n, pos0 + n == s.num_tokens()});
-  plan_.shape.add(pos0, n);
+  SchedulerPlan& p = plan();
+  p.seqs.push_back({&s, pos0, n, pos0 + n == s.num_tokens()});
+  p.shape.add(pos0, n);
   budget_ -= n;
-  plan_.num_batched_tokens += n;
+  p.num_batched_tokens += n;
   prefill_planned_ |= prefill;
 }
 
@@ -182,23 +203,48 @@ void Scheduler::drop_cancelled() {
     size_t kept = 0;
     for (size_t i = 0; i < queue->size(); ++i) {
       std::unique_ptr<Sequence>& s = (*queue)[i];
-      if (!s->cancel_requested()) {
+      // A running sequence of another group may be in a step in flight: its own group's
+      // schedule() drops it.
+      const bool other_group = s->group_ >= 0 && s->group_ != group_;
+      if (!s->cancel_requested() || other_group) {
         if (kept != i) (*queue)[kept] = std::move(s);
         ++kept;
         continue;
       }
+      leave_group(*s);
       s->block_table_.release_all(pool_);
       s->status_ = SequenceStatus::kFinished;
       s->finish_reason_ = FinishReason::kAbort;
-      plan_.aborted.push_back(std::move(s));
+      plan().aborted.push_back(std::move(s));
     }
     queue->resize(kept);
   }
 }
 
+void Scheduler::leave_group(Sequence& seq) {
+  if (seq.group_ >= 0) --groups_[seq.group_].running;
+  seq.group_ = -1;
+  if (starved_ == &seq) starved_ = nullptr;
+}
+
+int32_t Scheduler::starved_reserve(const Sequence& seq) const {
+  if (starved_ == nullptr || starved_ == &seq) return 0;
+  const int32_t total = BlockTable::blocks_for(starved_->max_kv_tokens(), pool_.block_size());
+  return std::max(total - starved_->block_table_.size(), 0);
+}
+
+void Scheduler::note_self_preemption(const Sequence& seq) {
+  if (config_.num_groups == 1) return;  // the first sequence never preempts itself then
+  const bool first_running = running_.empty() || order_key(seq) < order_key(*running_.front());
+  // seq is waiting again now; the waiting queue's back() runs next.
+  const bool first_waiting = waiting_.back().get() == &seq;
+  if (first_running && first_waiting) starved_ = &seq;
+}
+
 void Scheduler::schedule_running(bool decodes) {
   for (size_t i = 0; i < running_.size() && budget_ > 0; ++i) {
     Sequence& s = *running_[i];
+    if (s.group_ != group_) continue;
     const int32_t remaining = s.num_tokens() - s.num_computed_;
     NOVASERVE_CHECK(remaining >= 1 && s.num_generated_tokens() < s.request().max_tokens)
         << "sequence " << s.id() << " was sampled, or reached max_tokens, but not finished";
@@ -214,31 +260,37 @@ void Scheduler::schedule_running(bool decodes) {
 bool Scheduler::reserve_blocks(Sequence& seq, int32_t n) {
   const int32_t need =
       seq.block_table_.new_blocks_needed(seq.num_computed_ + n, pool_.block_size());
-  while (need > pool_.num_free()) {
-    // Terminates: each round removes one running sequence, and `seq` is one of them.
-    const bool self = running_.back().get() == &seq;
-    preempt_last();
-    if (self) return false;
+  while (need + starved_reserve(seq) > pool_.num_free()) {
+    // Terminates: each round removes one running sequence of the group, and `seq` is one.
+    const Sequence* victim = preempt_last();
+    if (victim == &seq) {
+      note_self_preemption(seq);
+      return false;
+    }
   }
   const bool ok = seq.block_table_.append_slots(pool_, seq.num_computed_ + n);
   NOVASERVE_CHECK(ok) << "free blocks vanished";
   return true;
 }
 
-void Scheduler::preempt_last() {
-  std::unique_ptr<Sequence> seq = std::move(running_.back());
-  running_.pop_back();
+const Sequence* Scheduler::preempt_last() {
+  auto last = running_.end() - 1;
+  while (last->get()->group_ != group_) --last;  // the group being planned has one running
+  std::unique_ptr<Sequence> seq = std::move(*last);
+  running_.erase(last);
+  leave_group(*seq);
+  SchedulerPlan& p = plan();
   // A victim already planned this step (a decode, planned before prompt chunks) gives its
   // tokens back: its blocks are about to be freed, so it cannot run.
-  for (auto it = plan_.seqs.begin(); it != plan_.seqs.end(); ++it) {
+  for (auto it = p.seqs.begin(); it != p.seqs.end(); ++it) {
     if (it->seq != seq.get()) continue;
     budget_ += it->num_tokens;
-    plan_.num_batched_tokens -= it->num_tokens;
-    plan_.seqs.erase(it);
-    plan_.shape = StepShape{};
+    p.num_batched_tokens -= it->num_tokens;
+    p.seqs.erase(it);
+    p.shape = StepShape{};
     prefill_planned_ = false;
-    for (const ScheduledSeq& e : plan_.seqs) {
-      plan_.shape.add(e.pos0, e.num_tokens);
+    for (const ScheduledSeq& e : p.seqs) {
+      p.shape.add(e.pos0, e.num_tokens);
       // Decodes are planned before any prompt chunk; what follows the first chunk is one too.
       prefill_planned_ |= e.num_tokens > 1 || e.pos0 < e.seq->num_prompt_tokens();
     }
@@ -252,8 +304,10 @@ void Scheduler::preempt_last() {
   seq->status_ = SequenceStatus::kWaiting;
   ++seq->num_preemptions_;
   ++stats_.num_preemptions;
-  ++plan_.num_preempted;
+  ++p.num_preempted;
+  const Sequence* victim = seq.get();
   insert_waiting(std::move(seq));
+  return victim;
 }
 
 int32_t Scheduler::match_prefix(Sequence& seq) {
@@ -273,12 +327,21 @@ int32_t Scheduler::match_prefix(Sequence& seq) {
 
 void Scheduler::admit_waiting(std::chrono::steady_clock::time_point now) {
   const int32_t bs = pool_.block_size();
-  while (budget_ > 0 && !waiting_.empty() && num_running() < config_.max_num_seqs) {
+  Group& group = groups_[group_];
+  while (budget_ > 0 && !waiting_.empty() && num_running() < config_.max_num_seqs &&
+         group.running < group_capacity()) {
     Sequence& s = *waiting_.back();
+    // The starved sequence comes back only once everything it can need is free.
+    if (&s == starved_ &&
+        pool_.num_free() < BlockTable::blocks_for(s.max_kv_tokens(), pool_.block_size())) {
+      break;
+    }
     const int32_t hits = config_.enable_prefix_caching ? match_prefix(s) : 0;
     const int32_t cached = hits * bs;
     const int32_t n = time_capped(cached, std::min(s.num_tokens() - cached, budget_));
-    if (n == 0 || !s.block_table_.append_slots(pool_, cached + n)) {
+    const bool leaves_reserve =
+        pool_.num_free() - s.block_table_.new_blocks_needed(cached + n, bs) >= starved_reserve(s);
+    if (n == 0 || !leaves_reserve || !s.block_table_.append_slots(pool_, cached + n)) {
       s.block_table_.release_all(pool_);  // undo the prefix hits; retried next step
       break;
     }
@@ -289,6 +352,8 @@ void Scheduler::admit_waiting(std::chrono::steady_clock::time_point now) {
     s.num_computed_ = cached;
     s.num_registered_blocks_ = hits;
     s.status_ = SequenceStatus::kRunning;
+    s.group_ = group_;
+    ++group.running;
     if (!s.first_scheduled_) {
       s.first_scheduled_ = now;
       s.num_cached_prompt_ = cached;
@@ -300,10 +365,12 @@ void Scheduler::admit_waiting(std::chrono::steady_clock::time_point now) {
   }
 }
 
-void Scheduler::commit() {
-  NOVASERVE_CHECK(plan_open_) << "commit() twice, or after finish(), for one plan";
-  plan_open_ = false;
-  for (const ScheduledSeq& e : plan_.seqs) {
+void Scheduler::commit(int32_t group) {
+  NOVASERVE_CHECK(group >= 0 && group < config_.num_groups) << "group " << group;
+  Group& g = groups_[group];
+  NOVASERVE_CHECK(g.plan_open) << "commit() twice, or after finish(), for one plan";
+  g.plan_open = false;
+  for (const ScheduledSeq& e : g.plan.seqs) {
     Sequence& s = *e.seq;
     NOVASERVE_CHECK(s.num_computed_ == e.pos0) << "sequence " << s.id() << " changed";
     s.num_computed_ += e.num_tokens;
@@ -336,7 +403,14 @@ std::unique_ptr<Sequence> Scheduler::finish(Sequence& seq, FinishReason reason) 
     break;
   }
   NOVASERVE_CHECK(owned) << "finish() of sequence " << seq.id() << " not owned by the scheduler";
-  plan_open_ = false;  // the plan may point at it now; it must not be committed
+  // The plan of its group may point at it now and must not be committed. With one group, any
+  // finish() closes the plan (a waiting sequence has no group).
+  if (config_.num_groups == 1) {
+    groups_[0].plan_open = false;
+  } else if (owned->group_ >= 0) {
+    groups_[owned->group_].plan_open = false;
+  }
+  leave_group(*owned);
   owned->block_table_.release_all(pool_);
   owned->status_ = SequenceStatus::kFinished;
   owned->finish_reason_ = reason;
@@ -346,10 +420,17 @@ std::unique_ptr<Sequence> Scheduler::finish(Sequence& seq, FinishReason reason) 
 std::vector<std::unique_ptr<Sequence>> Scheduler::take_all() {
   std::vector<std::unique_ptr<Sequence>> all;
   for (auto* queue : {&running_, &waiting_}) {
-    for (auto& s : *queue) all.push_back(std::move(s));
+    for (auto& s : *queue) {
+      s->group_ = -1;
+      all.push_back(std::move(s));
+    }
     queue->clear();
   }
-  plan_open_ = false;
+  for (Group& g : groups_) {
+    g.plan_open = false;
+    g.running = 0;
+  }
+  starved_ = nullptr;
   return all;
 }
 
@@ -358,10 +439,13 @@ Status Scheduler::check_invariants() const {
   if (num_running() > config_.max_num_seqs) return internal("more than max_num_seqs running");
   const int32_t bs = pool_.block_size();
   std::vector<int32_t> refs(pool_.num_blocks(), 0);
+  std::vector<int32_t> in_group(groups_.size(), 0);
   for (size_t i = 0; i < running_.size(); ++i) {
     const Sequence& s = *running_[i];
     const std::string name = "running sequence " + std::to_string(s.id());
     if (s.status_ != SequenceStatus::kRunning) return internal(name + " has the wrong status");
+    if (s.group_ < 0 || s.group_ >= config_.num_groups) return internal(name + " has no group");
+    ++in_group[s.group_];
     if (i > 0 && !(order_key(*running_[i - 1]) < order_key(s))) {
       return internal("running queue out of order at " + name);
     }
@@ -386,11 +470,19 @@ Status Scheduler::check_invariants() const {
     const Sequence& s = *waiting_[i];
     const std::string name = "waiting sequence " + std::to_string(s.id());
     if (s.status_ != SequenceStatus::kWaiting || s.num_computed_ != 0 ||
-        s.block_table_.size() != 0) {
-      return internal(name + " has a status, computed tokens or blocks");
+        s.block_table_.size() != 0 || s.group_ != -1) {
+      return internal(name + " has a status, computed tokens, blocks or a group");
     }
     if (i > 0 && !(order_key(*waiting_[i - 1]) > order_key(s))) {
       return internal("waiting queue out of order at " + name);
+    }
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (in_group[g] != groups_[g].running || in_group[g] > group_capacity()) {
+      return internal("group " + std::to_string(g) + " counts " +
+                      std::to_string(groups_[g].running) + " running sequences, holds " +
+                      std::to_string(in_group[g]) + ", capacity " +
+                      std::to_string(group_capacity()));
     }
   }
   for (int32_t b = 0; b < pool_.num_blocks(); ++b) {

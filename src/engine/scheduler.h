@@ -28,6 +28,11 @@ struct SchedulerConfig {
   /// --max-queue-time: a sequence still waiting for its first step this long after its arrival
   /// is expired (plan.expired) without computing anything. 0 = never.
   std::chrono::milliseconds max_queue_time{0};
+  /// Groups of running sequences whose steps the engine keeps in flight at once (an overlapped
+  /// pipeline: ModelRunner::max_in_flight()); in [1, max_num_seqs]. Each running sequence
+  /// belongs to one group, chosen at admission; schedule(now, g) plans only group g. 1 = one
+  /// step at a time (docs/engine.md, "Groups of sequences in flight").
+  int32_t num_groups = 1;
 };
 
 /// The automatic step-time target is this multiple of the predicted decode-only step time.
@@ -47,7 +52,7 @@ struct ScheduledSeq {
   bool sample = false;
 };
 
-/// The result of one schedule() call. Valid until the next schedule().
+/// The result of one schedule() call. Valid until the next schedule() of the same group.
 struct SchedulerPlan {
   std::vector<ScheduledSeq> seqs;  ///< decodes first, then prompt chunks, then admissions
   int32_t num_batched_tokens = 0;  ///< sum of num_tokens, <= max_num_batched_tokens
@@ -94,6 +99,20 @@ struct SchedulerStats {
 ///
 /// Call order per step: schedule() -> model forward on plan.seqs -> commit() -> sample the
 /// `sample` entries, append_token() or finish() each. Not thread-safe (engine thread only).
+///
+/// Groups (SchedulerConfig::num_groups = G > 1; docs/engine.md, "Groups of sequences in
+/// flight"): the running sequences are split into G groups whose steps may be in flight at the
+/// same time. schedule(now, g) plans only group g's running sequences (step 2, with preemption
+/// only inside g) and admits waiting sequences into g while g holds fewer than
+/// ceil(max_num_seqs / G) and all groups fewer than max_num_seqs; cancelled running sequences
+/// of other groups are left for their own group's schedule(), so nothing a step in flight
+/// uses changes under it. Between schedule(now, g) and commit(g) (the step in flight) the
+/// caller calls only schedule() and commit() of other groups, and finish() of sequences that
+/// are not in group g. A sequence that is first in (priority, arrival) order and had to preempt
+/// itself because other groups held the blocks becomes the starved sequence: until it ends, no
+/// other sequence takes a block that it still needs (prompt + max_tokens - 1 positions), and it
+/// is admitted again only once all of them are free, so it then runs to the end (with one group
+/// the first sequence never preempts itself, so this never applies).
 class Scheduler {
  public:
   /// Errors: kInvalidInput unless max_num_seqs >= 1, max_model_len >= 1 and
@@ -111,17 +130,18 @@ class Scheduler {
   /// a request that could never run is refused now rather than left to loop.
   Status add(std::unique_ptr<Sequence> seq);
 
-  /// Plans one step (see the class comment). `now` stamps first_scheduled(). An empty
-  /// plan.seqs means no work. Does not allocate while the waiting queue and abort list stay
-  /// within the capacity reserved at create() (max_num_seqs each, growing on demand).
-  const SchedulerPlan& schedule(std::chrono::steady_clock::time_point now);
+  /// Plans one step of `group` (in [0, num_groups); see the class comment). `now` stamps
+  /// first_scheduled(). An empty plan.seqs means no work. Does not allocate while the waiting
+  /// queue and abort list stay within the capacity reserved at create() (max_num_seqs each,
+  /// growing on demand). Checked: `group` is in range.
+  const SchedulerPlan& schedule(std::chrono::steady_clock::time_point now, int32_t group = 0);
 
-  /// Records that the model computed the last plan: advances each sequence's computed tokens
-  /// and publishes newly full blocks in the prefix cache (swapping a duplicate for the cached
-  /// copy). Checked: called at most once per plan and not after a finish() (which may have
-  /// taken a planned sequence away); after a failed forward, finish the planned sequences
-  /// (e.g. kError) instead of committing.
-  void commit();
+  /// Records that the model computed the last plan of `group`: advances each sequence's computed
+  /// tokens and publishes newly full blocks in the prefix cache (swapping a duplicate for the
+  /// cached copy). Checked: called at most once per plan and not after a finish() of one of the
+  /// group's sequences (which may have taken a planned sequence away); after a failed forward,
+  /// finish the planned sequences (e.g. kError) instead of committing.
+  void commit(int32_t group = 0);
 
   /// Ends `seq` (running or waiting) with `reason`: frees its blocks now, marks it finished and
   /// hands it back to the caller to emit its final output. Checked: `seq` is owned here.
@@ -133,6 +153,10 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> take_all();
 
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  /// Running sequences of `group` (checked: in range).
+  int32_t num_running(int32_t group) const;
+  /// Most running sequences one group may hold: ceil(max_num_seqs / num_groups).
+  int32_t group_capacity() const;
   int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   const SchedulerStats& stats() const { return stats_; }
@@ -149,12 +173,30 @@ class Scheduler {
 
   /// Checks the pool's invariants and the scheduler's: every reference a block holds belongs
   /// to exactly one block-table entry of a running sequence, waiting sequences hold no blocks
-  /// and have nothing computed, each table covers its computed tokens, the queues are ordered
-  /// and max_num_seqs holds. Errors: kInternal naming the first violation.
+  /// and have nothing computed, each table covers its computed tokens, the queues are ordered,
+  /// max_num_seqs holds, and every running sequence is in a group whose count is within
+  /// group_capacity() (waiting ones in none). Errors: kInternal naming the first violation.
   Status check_invariants() const;
 
  private:
+  // Per group: its plan, whether that plan is open (scheduled, not yet committed or
+  // invalidated), and its running sequences.
+  struct Group {
+    SchedulerPlan plan;
+    bool plan_open = false;
+    int32_t running = 0;
+  };
+
   Scheduler(const SchedulerConfig& config, KvBlockPool pool);
+
+  SchedulerPlan& plan() { return groups_[group_].plan; }
+  // Blocks a new allocation for `seq` must leave free: what the starved sequence still needs
+  // (0 without one, or for the starved sequence itself).
+  int32_t starved_reserve(const Sequence& seq) const;
+  // Marks `seq` starved when it is first in order among running and waiting sequences.
+  void note_self_preemption(const Sequence& seq);
+  // Removes `seq` from its group's count and the starved mark when it leaves the running set.
+  void leave_group(Sequence& seq);
 
   void drop_cancelled();
   void expire_waiting(std::chrono::steady_clock::time_point now);
@@ -165,10 +207,11 @@ class Scheduler {
   void plan_entry(Sequence& s, int32_t pos0, int32_t n, bool prefill);
   void schedule_running(bool decodes);
   void admit_waiting(std::chrono::steady_clock::time_point now);
-  // Gives `seq` room for `n` more tokens, preempting from the back of running_; false when
-  // `seq` itself was preempted.
+  // Gives `seq` room for `n` more tokens, preempting the group's last running sequences;
+  // false when `seq` itself was preempted.
   bool reserve_blocks(Sequence& seq, int32_t n);
-  void preempt_last();
+  // Preempts the last running sequence of the group being planned; returns it (now waiting).
+  const Sequence* preempt_last();
   // Prefix-cache lookup for a waiting sequence: pushes its cached leading blocks; returns them.
   int32_t match_prefix(Sequence& seq);
   void register_full_blocks(Sequence& seq);
@@ -179,11 +222,12 @@ class Scheduler {
   KvBlockPool pool_;
   std::vector<std::unique_ptr<Sequence>> running_;  // ascending (priority, arrival_index)
   std::vector<std::unique_ptr<Sequence>> waiting_;  // descending: back() runs next
-  SchedulerPlan plan_;
+  std::vector<Group> groups_;                       // num_groups; never resized (plans stay put)
+  int32_t group_ = 0;                               // the group being planned
+  const Sequence* starved_ = nullptr;               // see the class comment; num_groups > 1 only
   const StepCostModel* cost_model_ = nullptr;
   int32_t budget_ = 0;            // tokens left in the step being planned
   bool prefill_planned_ = false;  // the step being planned holds a prompt chunk
-  bool plan_open_ = false;        // a plan was scheduled and not yet committed or invalidated
   uint64_t next_arrival_ = 0;
   SchedulerStats stats_;
 };

@@ -70,6 +70,8 @@ class Sequence {
   /// Prompt tokens served from the prefix cache at the first admission (usage reporting).
   int32_t num_cached_prompt_tokens() const { return num_cached_prompt_; }
   int32_t num_preemptions() const { return num_preemptions_; }
+  /// The scheduler group of a running sequence (SchedulerConfig::num_groups), -1 otherwise.
+  int32_t group() const { return group_; }
 
   /// The grammar matcher that constrains the next token, or null when it is free. With
   /// EngineRequest::grammar it has accepted exactly the generated tokens; with a trigger grammar
@@ -113,6 +115,7 @@ class Sequence {
   std::optional<std::chrono::steady_clock::time_point> first_scheduled_;
   int32_t num_cached_prompt_ = 0;
   int32_t num_preemptions_ = 0;
+  int32_t group_ = -1;
   // Leading blocks of block_table_ already offered to the prefix cache (hits or registered).
   int32_t num_registered_blocks_ = 0;
   Sampler sampler_;

@@ -92,6 +92,47 @@ class ModelRunner {
   virtual Result<KvPoolMemory> allocate_kv(uint64_t bytes) {
     return Err(ErrorCode::kUnsupported, "this runner keeps its KV cache in host memory");
   }
+
+  // Steps in flight (docs/engine.md, "Groups of sequences in flight"). A runner whose steps can
+  // overlap (a pipeline whose stages work on different steps at once) lets the caller submit up
+  // to max_in_flight() steps, one per slot, and collect each with wait(). The defaults run
+  // submit() as forward() and wait() as nothing, so every runner supports slot 0.
+  //
+  // Lifetime: submit() copies what `seqs` describes that is cheap to copy (a runner that
+  // overlaps copies the ForwardSeq array, the tokens and the block tables), so the caller may
+  // change or free those once submit() returns. What the caller must keep is the KV memory:
+  // until wait(slot) returns, the blocks a step names must not be written by anything but
+  // steps submitted after it (which run after it on each device, in submission order), and
+  // blocks it reads must keep their content. In particular a sequence in a step in flight is
+  // neither freed nor preempted.
+
+  /// Steps that may be in flight at once (slots 0 .. max_in_flight() - 1); >= 1.
+  virtual int max_in_flight() const { return 1; }
+
+  /// Starts the step of `seqs` in `slot` and returns; the step's results are read after
+  /// wait(slot). Steps run in submission order. Errors (nothing was started): those of
+  /// forward() that can be found before the step runs (a runner that overlaps checks the inputs
+  /// here); kInvalidInput for a slot outside [0, max_in_flight()) or one still in flight. The
+  /// default runs forward() now and returns its errors (a slot other than 0: kInvalidInput).
+  virtual Status submit(int slot, std::span<const ForwardSeq> seqs, ActQuant mode) {
+    if (slot != 0) {
+      return Err(ErrorCode::kInvalidInput,
+                 "slot " + std::to_string(slot) + ": this runner runs one step at a time (slot 0)");
+    }
+    return forward(seqs, mode);
+  }
+
+  /// Waits until the step of `slot` is done. Afterwards logits() and greedy_token() refer to
+  /// that step, until the next wait() or forward() (or the next submit() of the same slot).
+  /// Errors: those of forward() that the step met while it ran (the device failed);
+  /// kInvalidInput for a slot with no step in flight (the default accepts slot 0 and returns at
+  /// once).
+  virtual Status wait(int slot) {
+    if (slot != 0) {
+      return Err(ErrorCode::kInvalidInput, "slot " + std::to_string(slot) + " has no step");
+    }
+    return {};
+  }
 };
 
 }  // namespace novaserve

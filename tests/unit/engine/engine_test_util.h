@@ -111,13 +111,11 @@ struct Finished {
   std::unique_ptr<Sequence> seq;
 };
 
-/// One engine step with the fake model: schedule, run, commit, then sample every `sample`
-/// entry; a request ends with kLength at max_tokens or kStop when `stop_after(id)` tokens were
-/// generated. Appends finished and aborted requests to `done`. Returns the plan.
-inline const SchedulerPlan& run_step(Scheduler& sched, FakeModel& model,
-                                     std::vector<Finished>& done,
-                                     const std::function<int32_t(uint64_t)>& stop_after = {}) {
-  const SchedulerPlan& plan = sched.schedule(std::chrono::steady_clock::now());
+/// The first half of an engine step with the fake model: schedule `group` and record the
+/// aborted requests in `done`. Returns the plan (now in flight).
+inline const SchedulerPlan& launch_step(Scheduler& sched, std::vector<Finished>& done,
+                                        int32_t group = 0) {
+  const SchedulerPlan& plan = sched.schedule(std::chrono::steady_clock::now(), group);
   for (const auto& a : plan.aborted) {
     done.push_back({a->id(),
                     *a->finish_reason(),
@@ -125,8 +123,18 @@ inline const SchedulerPlan& run_step(Scheduler& sched, FakeModel& model,
                     a->num_cached_prompt_tokens(),
                     nullptr});
   }
+  return plan;
+}
+
+/// The second half: run `plan` (of `group`) on the fake model, commit, then sample every
+/// `sample` entry; a request ends with kLength at max_tokens or kStop when `stop_after(id)`
+/// tokens were generated. Appends finished requests to `done`.
+inline void complete_step(Scheduler& sched, FakeModel& model, const SchedulerPlan& plan,
+                          std::vector<Finished>& done,
+                          const std::function<int32_t(uint64_t)>& stop_after = {},
+                          int32_t group = 0) {
   model.run(plan);
-  sched.commit();
+  sched.commit(group);
   std::vector<Sequence*> sampled;
   for (const ScheduledSeq& e : plan.seqs) {
     if (e.sample) sampled.push_back(e.seq);
@@ -147,6 +155,14 @@ inline const SchedulerPlan& run_step(Scheduler& sched, FakeModel& model,
                     owned->num_cached_prompt_tokens(),
                     std::move(owned)});
   }
+}
+
+/// One engine step with the fake model: launch_step() then complete_step(). Returns the plan.
+inline const SchedulerPlan& run_step(Scheduler& sched, FakeModel& model,
+                                     std::vector<Finished>& done,
+                                     const std::function<int32_t(uint64_t)>& stop_after = {}) {
+  const SchedulerPlan& plan = launch_step(sched, done);
+  complete_step(sched, model, plan, done, stop_after);
   return plan;
 }
 
