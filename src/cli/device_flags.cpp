@@ -66,8 +66,9 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
       ->capture_default_str()
       ->each(pipeline_given);
   cmd.add_flag("--micro-batching,!--no-micro-batching", f.micro_batching,
-               "split a pipeline step's sequences into one micro-batch per stage (off by "
-               "default: the micro-batches do not overlap yet, docs/multi-gpu.md)")
+               "overlap the pipeline stages: the engine keeps one group of sequences in "
+               "flight per stage, a thread per stage (stages in one process; with ranks of "
+               "other processes: micro-batches in turn). Off by default; docs/multi-gpu.md")
       ->each(pipeline_given);
   cmd.add_option("--nccl-init", f.nccl_init,
                  "tcp://HOST:PORT where rank 0 of a multi-process pipeline listens and the other "

@@ -57,6 +57,9 @@ class GpuStage final : public PipelineStage {
   std::string memory_domain() const override {
     return std::string(gpu_vendor()) + ":" + std::to_string(runner_->device());
   }
+  /// Its runner (stream, buffers, graphs) is its own and sets its device on every call, as
+  /// data-parallel replicas on one device do from their engine threads.
+  bool runs_on_own_thread() const override { return true; }
 
   const GpuLlamaRunner& runner() const { return *runner_; }
 

@@ -35,6 +35,8 @@ class CpuStage final : public PipelineStage {
   }
   Result<KvPoolMemory> allocate_kv(uint64_t bytes) override;
   StageMemory memory() const override;
+  /// Its LlamaModel and CpuBackend (with its own thread pool) belong to this stage alone.
+  bool runs_on_own_thread() const override { return true; }
 
  private:
   std::unique_ptr<LlamaModel> model_;

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <map>
 
-#include "common/check.h"
 #include "model/forward_check.h"
 
 namespace novaserve {
@@ -49,6 +49,21 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::create(
   p->stages_ = std::move(stages);
   p->transport_ = std::move(transport);
   p->options_ = options;
+  const int n = p->n_stages();
+  const bool own_threads =
+      std::all_of(p->stages_.begin(), p->stages_.end(),
+                  [](const std::unique_ptr<PipelineStage>& s) { return s->runs_on_own_thread(); });
+  const bool overlap = options.micro_batching && n > 1 && own_threads;
+  p->steps_.resize(overlap ? static_cast<size_t>(n) : 1);
+  for (Step& step : p->steps_) step.stage_seqs.resize(static_cast<size_t>(n));
+  if (overlap) {
+    PipelineRunner* self = p.get();
+    StageHooks hooks;
+    hooks.receive = [self](int stage, int slot) { return self->receive_hidden(stage, slot); };
+    hooks.run = [self](int stage, int slot) { return self->run_stage(stage, slot); };
+    hooks.finish = [self](int slot) { return self->keep_outputs(slot); };
+    p->workers_ = std::make_unique<StageWorkers>(n, n, std::move(hooks));
+  }
   return p;
 }
 
@@ -56,7 +71,14 @@ std::string PipelineRunner::describe() const {
   std::string s = "pipeline of " + std::to_string(stages_.size()) + " stages (layers";
   for (const auto& st : stages_) s += " " + range_text(st->layers());
   s += "), micro-batching ";
-  s += options_.micro_batching ? "on (stages run in turn, not overlapped)" : "off";
+  if (workers_) {
+    s += "on (stages overlapped: up to " + std::to_string(stages_.size()) +
+         " steps in flight, a thread per stage)";
+  } else {
+    s += options_.micro_batching ? "on (micro-batches run in turn: stages in other processes do "
+                                   "not overlap)"
+                                 : "off";
+  }
   s += ", " + std::string(transport_->name()) + " transport; stage 0: " + stages_[0]->describe();
   return s;
 }
@@ -67,13 +89,13 @@ Status PipelineRunner::reserve(int64_t max_rows, int64_t max_seqs, int64_t max_c
     NOVASERVE_RETURN_IF_ERROR(s->reserve(max_rows, max_seqs, max_context, block_size));
   }
   seq_pool_.reserve(max_seqs);
-  stage_seqs_.reserve(max_seqs);
-  seq_logit_row_.reserve(max_seqs);
-  seq_all_logits_.reserve(max_seqs);
-  seq_n_tokens_.reserve(max_seqs);
-  seq_greedy_.reserve(max_seqs);
-  if (options_.micro_batching && stages_.size() > 1) {
-    logits_.reserve(static_cast<size_t>(max_seqs * config_.n_vocab));
+  const int64_t pages = max_seqs * ((max_context + block_size - 1) / block_size);
+  for (Step& step : steps_) {
+    step.seqs.reserve(max_seqs);
+    step.tokens.reserve(max_rows);
+    step.tables.reserve(pages);
+    for (auto& v : step.stage_seqs) v.reserve(max_seqs);
+    if (options_.micro_batching && stages_.size() > 1) step.out.reserve(max_seqs, config_.n_vocab);
   }
   return {};
 }
@@ -129,11 +151,11 @@ std::string PipelineRunner::memory_report() const {
   return s + buf;
 }
 
-Status PipelineRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
+Status PipelineRunner::prepare(Step& step, std::span<const ForwardSeq> seqs, ActQuant mode) {
   auto rows = check_forward(seqs, config_);
   if (!rows.ok()) return rows.error();
-  if (seqs.empty()) return {};
   seq_pool_.resize(seqs.size());
+  size_t n_tokens = 0, n_table = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const KvSequenceView& kv = seqs[i].kv;
     const auto it = std::find_if(pools_.begin(), pools_.end(), [&kv](const KvPool& p) {
@@ -145,55 +167,83 @@ Status PipelineRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
                                                "allocate_kv() pools");
     }
     seq_pool_[i] = static_cast<int32_t>(it - pools_.begin());
+    n_tokens += seqs[i].tokens.size();
+    n_table += static_cast<size_t>(kv.n_blocks);
   }
-  const size_t n_seqs = seqs.size();
-  const size_t n_groups = options_.micro_batching ? std::min(stages_.size(), n_seqs) : 1;
-  grouped_ = n_groups > 1;
-  if (grouped_) {
-    seq_logit_row_.resize(n_seqs);
-    seq_all_logits_.resize(n_seqs);
-    seq_n_tokens_.resize(n_seqs);
-    seq_greedy_.assign(n_seqs, -1);
-    int64_t row = 0;
-    for (size_t i = 0; i < n_seqs; ++i) {
-      seq_logit_row_[i] = row;
-      seq_all_logits_[i] = seqs[i].all_logits ? 1 : 0;
-      seq_n_tokens_[i] = static_cast<int32_t>(seqs[i].tokens.size());
-      row += seqs[i].all_logits ? seq_n_tokens_[i] : 1;
+  // A copy of its own, so that a step in flight needs nothing of the caller's but the KV blocks.
+  step.mode = mode;
+  step.tokens.resize(n_tokens);
+  step.tables.resize(n_table);
+  step.seqs.assign(seqs.begin(), seqs.end());
+  size_t t = 0, b = 0;
+  for (ForwardSeq& f : step.seqs) {
+    std::copy(f.tokens.begin(), f.tokens.end(),
+              step.tokens.begin() + static_cast<std::ptrdiff_t>(t));
+    f.tokens = std::span<const int32_t>(step.tokens.data() + t, f.tokens.size());
+    t += f.tokens.size();
+    const auto n_blocks = static_cast<size_t>(f.kv.n_blocks);
+    if (n_blocks > 0) {
+      std::copy_n(f.kv.block_table, n_blocks, step.tables.begin() + static_cast<std::ptrdiff_t>(b));
     }
-    if (logits_.size() < static_cast<size_t>(row * config_.n_vocab)) {
-      logits_.resize(static_cast<size_t>(row * config_.n_vocab));
-    }
+    f.kv.block_table = step.tables.data() + b;
+    b += n_blocks;
   }
-  size_t begin = 0;
-  for (size_t g = 0; g < n_groups; ++g) {
-    const size_t count = n_seqs / n_groups + (g < n_seqs % n_groups ? 1 : 0);
-    NOVASERVE_RETURN_IF_ERROR(run_group(seqs.subspan(begin, count), begin, mode));
-    if (grouped_) copy_logits(seqs.subspan(begin, count), begin);
-    begin += count;
+  for (size_t st = 0; st < stages_.size(); ++st) {
+    std::vector<ForwardSeq>& v = step.stage_seqs[st];
+    v.assign(step.seqs.begin(), step.seqs.end());
+    for (size_t i = 0; i < v.size(); ++i) {
+      const KvPoolMemory& mem = pools_[static_cast<size_t>(seq_pool_[i])].stage[st];
+      v[i].kv.k = mem.k;
+      v[i].kv.v = mem.v;
+    }
   }
   return {};
 }
 
-Status PipelineRunner::run_group(std::span<const ForwardSeq> seqs, size_t first_seq,
-                                 ActQuant mode) {
+Status PipelineRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
+  if (workers_) {
+    if (workers_->any_in_flight()) {
+      return Err(ErrorCode::kInvalidInput, "pipeline forward() while steps are in flight");
+    }
+    NOVASERVE_RETURN_IF_ERROR(submit(0, seqs, mode));
+    return wait(0);
+  }
+  Step& step = steps_[0];
+  NOVASERVE_RETURN_IF_ERROR(prepare(step, seqs, mode));
+  if (seqs.empty()) return {};
+  const size_t n_seqs = seqs.size();
+  const size_t n_groups = options_.micro_batching ? std::min(stages_.size(), n_seqs) : 1;
+  const bool grouped = n_groups > 1;
+  if (grouped) step.out.begin(step.seqs, config_.n_vocab);
+  size_t begin = 0;
+  for (size_t g = 0; g < n_groups; ++g) {
+    const size_t count = n_seqs / n_groups + (g < n_seqs % n_groups ? 1 : 0);
+    NOVASERVE_RETURN_IF_ERROR(run_group(step, begin, count));
+    if (grouped) {
+      step.out.copy(*stages_.back(), std::span<const ForwardSeq>(step.seqs).subspan(begin, count),
+                    begin);
+    }
+    begin += count;
+  }
+  outputs_ = grouped ? &step.out : nullptr;
+  return {};
+}
+
+Status PipelineRunner::run_group(Step& step, size_t first, size_t count) {
   int64_t n_rows = 0;
-  for (const ForwardSeq& s : seqs) n_rows += static_cast<int64_t>(s.tokens.size());
+  for (size_t i = first; i < first + count; ++i) {
+    n_rows += static_cast<int64_t>(step.seqs[i].tokens.size());
+  }
   const int64_t n_values = n_rows * config_.n_embd;
   for (size_t st = 0; st < stages_.size(); ++st) {
     PipelineStage& stage = *stages_[st];
-    stage_seqs_.assign(seqs.begin(), seqs.end());
-    for (size_t i = 0; i < stage_seqs_.size(); ++i) {
-      const KvPoolMemory& mem = pools_[seq_pool_[first_seq + i]].stage[st];
-      stage_seqs_[i].kv.k = mem.k;
-      stage_seqs_[i].kv.v = mem.v;
-    }
     if (st > 0) {
       auto dst = stage.hidden_input(n_rows);
       if (!dst.ok()) return dst.error();
       NOVASERVE_RETURN_IF_ERROR(transport_->recv(static_cast<int>(st), *dst, n_values));
     }
-    NOVASERVE_RETURN_IF_ERROR(stage.forward(stage_seqs_, mode));
+    NOVASERVE_RETURN_IF_ERROR(stage.forward(
+        std::span<const ForwardSeq>(step.stage_seqs[st]).subspan(first, count), step.mode));
     if (st + 1 < stages_.size()) {
       NOVASERVE_RETURN_IF_ERROR(
           transport_->send(static_cast<int>(st), stage.hidden_output(), n_values));
@@ -202,39 +252,69 @@ Status PipelineRunner::run_group(std::span<const ForwardSeq> seqs, size_t first_
   return {};
 }
 
-void PipelineRunner::copy_logits(std::span<const ForwardSeq> seqs, size_t first_seq) {
-  const PipelineStage& last = *stages_.back();
-  const auto n_vocab = static_cast<size_t>(config_.n_vocab);
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    // A device stage may have copied only the argmax of a greedy sequence.
-    if (const std::optional<int32_t> g = last.greedy_token(i)) {
-      seq_greedy_[first_seq + i] = *g;
-      continue;
-    }
-    const auto n = static_cast<int32_t>(seqs[i].tokens.size());
-    const int32_t rows = seqs[i].all_logits ? n : 1;
-    for (int32_t t = 0; t < rows; ++t) {
-      const float* src = last.logits(i, seqs[i].all_logits ? t : -1);
-      std::copy(src, src + n_vocab,
-                logits_.begin() + static_cast<std::ptrdiff_t>((seq_logit_row_[first_seq + i] + t) *
-                                                              config_.n_vocab));
-    }
+Status PipelineRunner::submit(int slot, std::span<const ForwardSeq> seqs, ActQuant mode) {
+  if (!workers_) return ModelRunner::submit(slot, seqs, mode);
+  if (slot < 0 || slot >= n_stages() || workers_->in_flight(slot)) {
+    return Err(ErrorCode::kInvalidInput,
+               "pipeline slot " + std::to_string(slot) + " is out of range or in flight");
   }
+  NOVASERVE_RETURN_IF_ERROR(prepare(steps_[static_cast<size_t>(slot)], seqs, mode));
+  workers_->submit(slot);
+  return {};
+}
+
+Status PipelineRunner::wait(int slot) {
+  if (!workers_) return ModelRunner::wait(slot);
+  if (!workers_->in_flight(slot)) {
+    return Err(ErrorCode::kInvalidInput,
+               "pipeline slot " + std::to_string(slot) + " has no step in flight");
+  }
+  Status st = workers_->wait(slot);
+  outputs_ = &steps_[static_cast<size_t>(slot)].out;
+  return st;
+}
+
+namespace {
+
+int64_t rows_of(std::span<const ForwardSeq> seqs) {
+  int64_t n = 0;
+  for (const ForwardSeq& f : seqs) n += static_cast<int64_t>(f.tokens.size());
+  return n;
+}
+
+}  // namespace
+
+Status PipelineRunner::receive_hidden(int stage, int slot) {
+  const Step& step = steps_[static_cast<size_t>(slot)];
+  const int64_t n_rows = rows_of(step.seqs);
+  if (n_rows == 0) return {};
+  auto dst = stages_[static_cast<size_t>(stage)]->hidden_input(n_rows);
+  if (!dst.ok()) return dst.error();
+  return transport_->recv(stage, *dst, n_rows * config_.n_embd);
+}
+
+Status PipelineRunner::run_stage(int stage, int slot) {
+  const Step& step = steps_[static_cast<size_t>(slot)];
+  if (step.seqs.empty()) return {};
+  PipelineStage& s = *stages_[static_cast<size_t>(stage)];
+  NOVASERVE_RETURN_IF_ERROR(s.forward(step.stage_seqs[static_cast<size_t>(stage)], step.mode));
+  if (stage + 1 == n_stages()) return {};
+  return transport_->send(stage, s.hidden_output(), rows_of(step.seqs) * config_.n_embd);
+}
+
+Status PipelineRunner::keep_outputs(int slot) {
+  Step& step = steps_[static_cast<size_t>(slot)];
+  step.out.begin(step.seqs, config_.n_vocab);
+  if (!step.seqs.empty()) step.out.copy(*stages_.back(), step.seqs, 0);
+  return {};
 }
 
 const float* PipelineRunner::logits(size_t seq, int32_t token) const {
-  if (!grouped_) return stages_.back()->logits(seq, token);
-  NOVASERVE_CHECK(seq < seq_logit_row_.size()) << "sequence " << seq;
-  const int64_t row =
-      logit_row(seq_logit_row_[seq], seq_all_logits_[seq] != 0, seq_n_tokens_[seq], token);
-  return logits_.data() + row * config_.n_vocab;
+  return outputs_ != nullptr ? outputs_->logits(seq, token) : stages_.back()->logits(seq, token);
 }
 
 std::optional<int32_t> PipelineRunner::greedy_token(size_t seq) const {
-  if (!grouped_) return stages_.back()->greedy_token(seq);
-  NOVASERVE_CHECK(seq < seq_greedy_.size()) << "sequence " << seq;
-  if (seq_greedy_[seq] < 0) return std::nullopt;
-  return seq_greedy_[seq];
+  return outputs_ != nullptr ? outputs_->greedy_token(seq) : stages_.back()->greedy_token(seq);
 }
 
 std::optional<uint64_t> PipelineRunner::kv_memory_budget(double /*utilization*/) const {

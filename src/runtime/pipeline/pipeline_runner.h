@@ -11,23 +11,30 @@
 
 #include "model/model_runner.h"
 #include "runtime/pipeline/pipeline_stage.h"
+#include "runtime/pipeline/stage_workers.h"
+#include "runtime/pipeline/step_outputs.h"
 #include "runtime/pipeline/transport.h"
 
 namespace novaserve {
 
 struct PipelineOptions {
-  /// Split a step's sequences into up to n_stages micro-batches that follow each other through
-  /// the stages (bit-identical results on the CPU: its forward pass is batch-invariant). Off by
-  /// default: the micro-batches do not overlap yet, so each stage only reads its weights once
-  /// per micro-batch instead of once per step.
+  /// Overlap the stages (docs/multi-gpu.md, "Micro-batching"). When every stage runs in this
+  /// process (PipelineStage::runs_on_own_thread), each stage gets a thread and up to n_stages
+  /// steps are in flight (max_in_flight(): the engine keeps that many groups of sequences
+  /// going), so stage s + 1 works on one group's step while stage s works on the next group's.
+  /// Otherwise (a stage in another process) each step is split into up to n_stages
+  /// micro-batches that follow each other through the stages, not overlapped. Results are
+  /// bit-identical either way on the CPU (its forward pass is batch-invariant). Off by default.
   bool micro_batching = false;
   /// The KV pool budget (bytes, all layers, K and V) kv_memory_budget() reports: for host
   /// stages, --kv-cache-memory.
   uint64_t kv_budget_bytes = 0;
 };
 
-/// Stages run one after the other on the calling thread: micro-batches do not overlap in time
-/// yet (docs/multi-gpu.md, "Micro-batching"). Not thread-safe.
+/// Without overlap the stages run one after the other on the calling thread; with it
+/// (PipelineOptions::micro_batching, every stage in this process) each stage runs on a thread of
+/// its own (stage_workers.h) and steps of different slots overlap. Not thread-safe: one thread
+/// calls the runner.
 class PipelineRunner final : public ModelRunner {
  public:
   /// `stages` must cover [0, config.n_layer) in order with consecutive, non-empty ranges, and
@@ -39,13 +46,26 @@ class PipelineRunner final : public ModelRunner {
   const ModelConfig& config() const override { return config_; }
   std::string describe() const override;
   /// ModelRunner::forward. Each KV view must come from an allocate_kv() (checked:
-  /// kInvalidInput).
+  /// kInvalidInput). With overlap: submit() to slot 0 and wait(); kInvalidInput while a step
+  /// is in flight.
   Status forward(std::span<const ForwardSeq> seqs, ActQuant mode) override;
+  /// Not while a step is in flight.
   Status reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
                  int32_t block_size) override;
+  /// Of the step of the last forward() or wait(): read from the last stage, or from the step's
+  /// copy of its outputs (micro-batching).
   const float* logits(size_t seq, int32_t token = -1) const override;
-  /// The last stage's greedy_token for each sequence of the last step.
+  /// The last stage's greedy_token for each sequence of that step.
   std::optional<int32_t> greedy_token(size_t seq) const override;
+  /// n_stages when the stages overlap, else 1.
+  int max_in_flight() const override { return workers_ ? n_stages() : 1; }
+  /// With overlap: checks the step as forward() does (errors: forward()'s input errors, and
+  /// kInvalidInput for a slot out of range or in flight), copies it (the ForwardSeq array, its
+  /// tokens and block tables) and queues it at stage 0. Without: ModelRunner::submit.
+  Status submit(int slot, std::span<const ForwardSeq> seqs, ActQuant mode) override;
+  /// With overlap: waits until the last stage has stored the step's outputs. Errors: a stage's
+  /// forward or transport error; kInvalidInput for a slot with no step in flight.
+  Status wait(int slot) override;
 
   /// Every stage keeps its own KV pools, so the engine's pool is "device" memory: the engine
   /// hands out block ids; this runner owns the bytes.
@@ -76,10 +96,25 @@ class PipelineRunner final : public ModelRunner {
     std::vector<KvPoolMemory> stage;
   };
 
+  // One step as submitted, in memory of its own: one per slot (one without overlap).
+  struct Step {
+    std::vector<ForwardSeq> seqs;  // tokens and block tables point into the copies below
+    std::vector<int32_t> tokens;   // every sequence's tokens, back to back
+    std::vector<int32_t> tables;   // every sequence's block table, back to back
+    std::vector<std::vector<ForwardSeq>> stage_seqs;  // [stage]: seqs with that stage's pools
+    ActQuant mode = ActQuant::kNone;
+    StepOutputs out;  // the last stage's outputs (overlap or micro-batches)
+  };
+
   PipelineRunner() = default;
-  // Runs seqs (the step's sequences first_seq ..) through every stage.
-  Status run_group(std::span<const ForwardSeq> seqs, size_t first_seq, ActQuant mode);
-  void copy_logits(std::span<const ForwardSeq> seqs, size_t first_seq);
+  // Checks `seqs` (check_forward, KV views from pools_) and copies them into `step`.
+  Status prepare(Step& step, std::span<const ForwardSeq> seqs, ActQuant mode);
+  // Runs sequences [first, first + count) of `step` through every stage on this thread.
+  Status run_group(Step& step, size_t first, size_t count);
+  // The overlapped stages' parts of the step in `slot` (StageHooks, on the stages' threads).
+  Status receive_hidden(int stage, int slot);
+  Status run_stage(int stage, int slot);
+  Status keep_outputs(int slot);
 
   ModelConfig config_;
   std::vector<std::unique_ptr<PipelineStage>> stages_;
@@ -87,15 +122,10 @@ class PipelineRunner final : public ModelRunner {
   PipelineOptions options_;
   std::vector<KvPool> pools_;
 
-  // Step state.
-  std::vector<int32_t> seq_pool_;        // per sequence: its pools_ index
-  std::vector<ForwardSeq> stage_seqs_;   // a group's sequences with the stage's KV pools
-  bool grouped_ = false;                 // the last step ran in > 1 micro-batch
-  std::vector<float> logits_;            // grouped steps: [logit rows][n_vocab]
-  std::vector<int64_t> seq_logit_row_;   // per sequence: first row in logits_
-  std::vector<uint8_t> seq_all_logits_;  // per sequence
-  std::vector<int32_t> seq_n_tokens_;    // per sequence
-  std::vector<int32_t> seq_greedy_;      // grouped steps, per sequence: its greedy token or -1
+  std::vector<int32_t> seq_pool_;  // per sequence of the step being prepared: its pools_ index
+  std::vector<Step> steps_;        // per slot
+  const StepOutputs* outputs_ = nullptr;   // where logits() reads; null: the last stage
+  std::unique_ptr<StageWorkers> workers_;  // with overlap; declared last: joined first
 };
 
 }  // namespace novaserve

@@ -22,7 +22,8 @@ struct StageMemory {
   uint64_t total() const { return weights + kv + workspace; }
 };
 
-/// Layers [layers().first, layers().last) of a model on one device. Not thread-safe.
+/// Layers [layers().first, layers().last) of a model on one device. Not thread-safe: one thread
+/// at a time calls a stage (runs_on_own_thread()).
 class PipelineStage {
  public:
   virtual ~PipelineStage() = default;
@@ -72,6 +73,12 @@ class PipelineStage {
   virtual std::optional<uint64_t> kv_memory_budget() const { return std::nullopt; }
   /// The memory the stage allocates from, for stages that share one ("host", "cuda:0").
   virtual std::string memory_domain() const { return "host"; }
+
+  /// Whether this stage may run on a thread of its own while the pipeline's other stages run on
+  /// theirs (its calls still come from one thread at a time): true for stages of this process
+  /// (CpuStage, GpuStage), whose state is their own. A pipeline overlaps steps only when every
+  /// stage does (pipeline_runner.h). The default, false, keeps a stage on the caller's thread.
+  virtual bool runs_on_own_thread() const { return false; }
 };
 
 }  // namespace novaserve

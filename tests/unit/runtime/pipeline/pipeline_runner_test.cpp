@@ -1,8 +1,8 @@
 // Pipeline parallelism on the CPU backend (runtime/pipeline): 2- and 3-stage pipelines give the
 // same greedy tokens and bit-identical logits as one stage on the golden prompts, at batch 1 and
-// 32, with micro-batching on and off, run directly and through the engine; each stage holds
-// only its layers' KV pool. The same through ranks of a multi-process pipeline (rank_pipeline.h),
-// run as threads over loopback TCP.
+// 32, with micro-batching (overlapped stages) on and off, run directly, with several steps in
+// flight, and through the engine; each stage holds only its layers' KV pool. The same through
+// ranks of a multi-process pipeline (rank_pipeline.h), run as threads over loopback TCP.
 #include "runtime/pipeline/pipeline_runner.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +23,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "engine/engine.h"
 #include "engine/sequence_kv_cache.h"
+#include "group_steps.h"
 #include "model/llama_model.h"
 #include "runtime/pipeline/cpu_pipeline.h"
 #include "runtime/pipeline/rank_pipeline.h"
@@ -225,6 +226,7 @@ TEST_F(PipelineRunnerTest, RanksOverTcpMatchOneStageBitForBit) {
     RankThreads ranks(gguf_, static_cast<int>(c.stages), c.split, c.micro_batching);
     ASSERT_NE(ranks.pipeline, nullptr);
     ASSERT_EQ(ranks.pipeline->n_stages(), c.stages);
+    EXPECT_EQ(ranks.pipeline->max_in_flight(), 1);  // remote stages do not overlap
     const BatchRun got32 = run_batch(*ranks.pipeline, prompts);
     EXPECT_EQ(got32.tokens, expected32.tokens);
     EXPECT_EQ(got32.logits_hash, expected32.logits_hash);
@@ -235,6 +237,97 @@ TEST_F(PipelineRunnerTest, RanksOverTcpMatchOneStageBitForBit) {
     ASSERT_EQ(m.size(), static_cast<size_t>(c.stages));
     for (const StageMemory& s : m) EXPECT_GT(s.weights, 0u);  // the remote ranks' own figures
   }
+}
+
+// Groups of the golden prompts of different sizes (so that their steps differ in shape).
+std::vector<std::vector<std::vector<int32_t>>> prompt_groups(
+    const std::vector<std::vector<int32_t>>& prompts, int n_groups) {
+  std::vector<std::vector<std::vector<int32_t>>> groups(static_cast<size_t>(n_groups));
+  size_t next = 0;
+  for (int g = 0; g < n_groups; ++g) {
+    for (int i = 0; i < 1 + 4 * g; ++i) groups[g].push_back(prompts[next++ % prompts.size()]);
+  }
+  return groups;
+}
+
+bool same_bits(const std::vector<std::vector<std::vector<float>>>& a,
+               const std::vector<std::vector<std::vector<float>>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t s = 0; s < a.size(); ++s) {
+    if (a[s].size() != b[s].size()) return false;
+    for (size_t t = 0; t < a[s].size(); ++t) {
+      if (a[s][t].size() != b[s][t].size() ||
+          std::memcmp(a[s][t].data(), b[s][t].data(), a[s][t].size() * sizeof(float)) != 0) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+TEST_F(PipelineRunnerTest, StepsInFlightInEverySlotMatchOneStageBitForBit) {
+  for (const Config& c : {Config{2, "auto", true}, Config{3, "7,13,10", true}}) {
+    SCOPED_TRACE(std::to_string(c.stages) + " stages, split " + c.split);
+    const auto groups = prompt_groups(prompts_, static_cast<int>(c.stages));
+    auto ref = one_stage();
+    const testing::GroupRun expected = testing::run_groups(*ref, groups, kDecodeSteps, false);
+    auto pipe = pipeline(c.stages, c.split, c.micro_batching);
+    ASSERT_EQ(pipe->max_in_flight(), c.stages);
+    EXPECT_NE(pipe->describe().find("overlapped"), std::string::npos) << pipe->describe();
+    const testing::GroupRun got = testing::run_groups(*pipe, groups, kDecodeSteps, true);
+    EXPECT_EQ(got.tokens, expected.tokens);
+    EXPECT_TRUE(same_bits(got.logits, expected.logits));
+  }
+}
+
+TEST_F(PipelineRunnerTest, SlotsAreCheckedAndASubmittedStepIsCopied) {
+  // True for a kInvalidInput error.
+  const auto invalid = [](const Status& st) {
+    return !st.ok() && st.error().code == ErrorCode::kInvalidInput;
+  };
+  auto plain = pipeline(2, "auto", false);
+  EXPECT_EQ(plain->max_in_flight(), 1);
+  EXPECT_EQ(plain->describe().find("overlapped"), std::string::npos) << plain->describe();
+  auto pipe = pipeline(2, "auto", true);
+  ASSERT_EQ(pipe->max_in_flight(), 2);
+  auto ref = one_stage();
+  const std::vector<int32_t>& prompt = prompts_[0];
+  auto ref_kv = SequenceKvCache::create(ref->config(), static_cast<int64_t>(prompt.size()));
+  auto kv = SequenceKvCache::create(pipe->config(), static_cast<int64_t>(prompt.size()),
+                                    uint64_t{1} << 36, GgmlType::kF32, pipe.get());
+  auto plain_kv = SequenceKvCache::create(plain->config(), static_cast<int64_t>(prompt.size()),
+                                          uint64_t{1} << 36, GgmlType::kF32, plain.get());
+  ASSERT_TRUE(ref_kv.ok() && kv.ok() && plain_kv.ok());
+  const ForwardSeq ref_seq{prompt, 0, ref_kv->view()};
+  ASSERT_TRUE(ref->forward({&ref_seq, 1}, ActQuant::kQ8).ok());
+
+  // The caller's tokens and block table, overwritten once submit() has returned.
+  std::vector<int32_t> tokens = prompt;
+  std::vector<int32_t> table(kv->view().block_table, kv->view().block_table + kv->view().n_blocks);
+  ForwardSeq seq{tokens, 0, kv->view()};
+  seq.kv.block_table = table.data();
+  ASSERT_TRUE(pipe->submit(0, {&seq, 1}, ActQuant::kQ8).ok());
+  std::fill(tokens.begin(), tokens.end(), 0);
+  std::fill(table.begin(), table.end(), 0);
+  EXPECT_TRUE(invalid(pipe->submit(0, {&seq, 1}, ActQuant::kQ8)));
+  EXPECT_TRUE(invalid(pipe->submit(2, {&seq, 1}, ActQuant::kQ8)));
+  EXPECT_TRUE(invalid(pipe->forward({&seq, 1}, ActQuant::kQ8)));
+  EXPECT_TRUE(invalid(pipe->wait(1)));
+  ASSERT_TRUE(pipe->wait(0).ok());
+  EXPECT_TRUE(invalid(pipe->wait(0)));
+  const auto n_vocab = static_cast<size_t>(ref->config().n_vocab);
+  EXPECT_EQ(std::memcmp(pipe->logits(0), ref->logits(0), n_vocab * sizeof(float)), 0);
+  // A step with a bad token is refused at submit, and leaves the slot free.
+  const std::vector<int32_t> bad = {static_cast<int32_t>(n_vocab)};
+  const ForwardSeq bad_seq{bad, 0, kv->view()};
+  EXPECT_TRUE(invalid(pipe->submit(1, {&bad_seq, 1}, ActQuant::kQ8)));
+  EXPECT_TRUE(invalid(pipe->wait(1)));
+  // Without overlap only slot 0 exists, and it runs at submit.
+  const ForwardSeq plain_seq{prompt, 0, plain_kv->view()};
+  EXPECT_TRUE(invalid(plain->submit(1, {&plain_seq, 1}, ActQuant::kQ8)));
+  ASSERT_TRUE(plain->submit(0, {&plain_seq, 1}, ActQuant::kQ8).ok());
+  ASSERT_TRUE(plain->wait(0).ok());
+  EXPECT_EQ(std::memcmp(plain->logits(0), ref->logits(0), n_vocab * sizeof(float)), 0);
 }
 
 TEST_F(PipelineRunnerTest, AllLogitsOfAMicroBatchedPrefillMatch) {
@@ -352,7 +445,9 @@ TEST_F(PipelineEngineTest, EngineTokensMatchThePlainRunner) {
         return std::unique_ptr<ModelRunner>(std::move(m.value()));
       });
   ASSERT_EQ(plain.size(), 12u);
-  for (const Config& c : {Config{2, "auto", true}, Config{3, "12,9,9", false}}) {
+  // Overlapped 2 and 3 stages (the engine keeps 2 and 3 groups in flight), and 3 in turn.
+  for (const Config& c :
+       {Config{2, "auto", true}, Config{3, "12,9,9", true}, Config{3, "12,9,9", false}}) {
     SCOPED_TRACE(std::to_string(c.stages) + " stages");
     const auto piped =
         generate([c](std::shared_ptr<const GgufFile> file) -> Result<std::unique_ptr<ModelRunner>> {
