@@ -12,17 +12,13 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
 #include <mutex>
 #include <random>
 #include <thread>
 
-#include "../gguf/gguf_test_util.h"
 #include "cpu_runner_factory.h"
 #include "engine/engine.h"
-#include "engine_collector.h"
-#include "gguf/gguf_file.h"
-#include "tokenizer/tokenizer.h"
+#include "engine_fixture.h"
 
 namespace novaserve {
 namespace {
@@ -191,37 +187,10 @@ class ShuffledSlotRunner final : public ModelRunner {
   std::thread thread_;
 };
 
-const std::vector<std::string> kTexts = {
-    "The capital of France is",
-    "Once upon a time, in a small village by the sea, there lived an old fisherman who",
-    "def fibonacci(n):",
-    "List three colors:",
-    "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. "
-    "The quick brown fox",
-    "1, 2, 3, 4,",
-};
+const std::vector<std::string>& kTexts = kEngineTestTexts;
 
-class EngineGroupsTest : public ::testing::Test {
+class EngineGroupsTest : public DefaultModelTest {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = testing::default_model_path();
-    if (!std::filesystem::exists(path)) return;
-    auto f = GgufFile::open(path);
-    ASSERT_TRUE(f.ok()) << f.error().message;
-    gguf_ = std::shared_ptr<const GgufFile>(std::move(f.value()));
-    auto t = Tokenizer::from_gguf(*gguf_);
-    ASSERT_TRUE(t.ok()) << t.error().message;
-    tokenizer_ = std::move(t.value()).release();
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    tokenizer_ = nullptr;
-    gguf_.reset();
-  }
-  void SetUp() override {
-    if (!gguf_) GTEST_SKIP() << "default model absent: run tools/fetch_model.sh (make test does)";
-  }
-
   // An engine over the CPU model; with `groups` > 0 through a ShuffledSlotRunner of that many
   // slots (the engine keeps that many groups in flight).
   std::unique_ptr<EngineClient> make(EngineOptions o, int groups, int fail_at = 0) {
@@ -272,21 +241,15 @@ class EngineGroupsTest : public ::testing::Test {
     return out;
   }
 
+  // A greedy request that runs to max_tokens.
   static EngineRequest request(uint64_t id, const std::string& text, int32_t max_tokens,
                                Collector& c) {
-    EngineRequest r;
-    r.id = id;
-    r.prompt = tokenizer_->encode(text, /*add_special=*/true, /*parse_special=*/false);
-    r.max_tokens = max_tokens;
+    EngineRequest r = DefaultModelTest::request(id, text, max_tokens, c);
     r.ignore_eos = true;
-    r.sampling.temperature = 0.0f;
-    r.on_output = c.callback(id);
     return r;
   }
 
   std::shared_ptr<RunnerLog> log_ = std::make_shared<RunnerLog>();
-  static inline std::shared_ptr<const GgufFile> gguf_;
-  static inline Tokenizer* tokenizer_ = nullptr;
 };
 
 TEST_F(EngineGroupsTest, GroupsInFlightGiveEveryRequestTheTokensOfOneStepAtATime) {

@@ -14,7 +14,7 @@
 
 #include "../gguf/gguf_test_util.h"
 #include "cpu_runner_factory.h"
-#include "engine_collector.h"
+#include "engine_fixture.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
@@ -23,42 +23,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public DefaultModelTest {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = testing::default_model_path();
-    if (!std::filesystem::exists(path)) return;
-    auto f = GgufFile::open(path);
-    ASSERT_TRUE(f.ok()) << f.error().message;
-    gguf_ = std::shared_ptr<const GgufFile>(std::move(f.value()));
-    auto t = Tokenizer::from_gguf(*gguf_);
-    ASSERT_TRUE(t.ok()) << t.error().message;
-    tokenizer_ = std::move(t.value()).release();
-  }
-  static void TearDownTestSuite() {
-    delete tokenizer_;
-    tokenizer_ = nullptr;
-    gguf_.reset();
-  }
-  void SetUp() override {
-    if (!gguf_) GTEST_SKIP() << "default model absent: run tools/fetch_model.sh (make test does)";
-  }
-
   std::unique_ptr<EngineClient> make(EngineOptions o) {
     o.make_runner = cpu_runner_factory(2);
     auto e = create_engine(gguf_, *tokenizer_, o);
     EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
     return e.ok() ? std::move(e.value()) : nullptr;
-  }
-  static EngineRequest request(uint64_t id, const std::string& text, int32_t max_tokens,
-                               Collector& c) {
-    EngineRequest r;
-    r.id = id;
-    r.prompt = tokenizer_->encode(text, /*add_special=*/true, /*parse_special=*/false);
-    r.max_tokens = max_tokens;
-    r.sampling.temperature = 0.0f;
-    r.on_output = c.callback(id);
-    return r;
   }
   // Greedy tokens of each text run alone on a fresh engine with default options.
   std::vector<std::vector<int32_t>> alone(const std::vector<std::string>& texts, int32_t n) {
@@ -83,20 +54,9 @@ class EngineTest : public ::testing::Test {
     EXPECT_EQ(s.kv_cache_usage, 0.0);
     EXPECT_EQ(s.kv_blocks_free, s.kv_blocks_total);
   }
-
-  static inline std::shared_ptr<const GgufFile> gguf_;
-  static inline Tokenizer* tokenizer_ = nullptr;
 };
 
-const std::vector<std::string> kTexts = {
-    "The capital of France is",
-    "Once upon a time, in a small village by the sea, there lived an old fisherman who",
-    "def fibonacci(n):",
-    "List three colors:",
-    "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. "
-    "The quick brown fox",
-    "1, 2, 3, 4,",
-};
+const std::vector<std::string>& kTexts = kEngineTestTexts;
 
 TEST_F(EngineTest, GreedyTokensAreTheSameAloneOrBatchedWithChunkedPrefill) {
   const auto want = alone(kTexts, 12);

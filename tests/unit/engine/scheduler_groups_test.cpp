@@ -7,14 +7,11 @@
 // KV each step reads and every request's tokens.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <iterator>
-#include <map>
-#include <random>
 #include <set>
 
 #include "engine/scheduler.h"
 #include "engine_test_util.h"
+#include "scheduler_sim_util.h"
 
 namespace novaserve {
 namespace {
@@ -26,6 +23,8 @@ using engine_test::Finished;
 using engine_test::iota_tokens;
 using engine_test::launch_step;
 using engine_test::make_seq;
+using engine_test::SimParams;
+using engine_test::SimWorkload;
 
 std::unique_ptr<Scheduler> make_scheduler(int32_t num_blocks, int32_t block_size, int32_t max_seqs,
                                           int32_t budget, int32_t groups) {
@@ -197,77 +196,26 @@ TEST(SchedulerGroupsTest, AStarvedFirstSequenceRunsToItsEndBeforeOthersTakeItsBl
   EXPECT_EQ(s->pool().num_referenced(), 0);
 }
 
-struct SimParams {
-  uint64_t seed = 1;
-  int32_t groups = 2;
-  int32_t num_blocks = 40;
-  int32_t block_size = 4;
-  int32_t max_num_seqs = 8;
-  int32_t budget = 24;
-  int32_t num_requests = 300;
-  int32_t max_prompt = 150;
-  int32_t max_new = 30;
-};
-
-// Random arrivals, shared prefixes, priorities, cancellations and early stops over a pool small
-// enough to preempt, with the groups' steps in flight in turn: group g's plan runs on the fake
-// model only when g comes round again, after the other groups were planned.
+// The randomized workload of scheduler_sim_test.cpp with the groups' steps in flight in turn:
+// group g's plan runs on the fake model only when g comes round again, after the other groups
+// were planned, and cancels may hit a sequence whose step is in flight.
 void simulate(const SimParams& p) {
-  auto s = make_scheduler(p.num_blocks, p.block_size, p.max_num_seqs, p.budget, p.groups);
-  const int32_t max_blocks_per_seq = (p.max_prompt + p.max_new) / p.block_size + 1;
-  FakeModel model(p.num_blocks, p.block_size, p.max_num_seqs, p.max_num_seqs * max_blocks_per_seq);
-  std::mt19937_64 rng(p.seed);
-  const auto uniform = [&](int32_t lo, int32_t hi) {  // inclusive
-    return lo + static_cast<int32_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
-  };
-  std::vector<std::vector<int32_t>> templates;
-  for (int t = 0; t < 4; ++t) {
-    std::vector<int32_t> v(uniform(0, 24));
-    for (auto& x : v) x = uniform(0, engine_test::kVocab - 1);
-    templates.push_back(v);
-  }
-  struct Planned {
-    int32_t prompt_len = 0;
-    int32_t max_tokens = 0;
-    int32_t stop_after = 0;
-    std::shared_ptr<std::atomic<bool>> cancelled;
-  };
-  std::map<uint64_t, Planned> accepted;
+  SimWorkload w(p);
+  auto s = w.scheduler();
+  ASSERT_NE(s, nullptr);
+  auto model = w.model();
   std::vector<Finished> done;
-  const auto stop_after = [&](uint64_t id) { return accepted.at(id).stop_after; };
+  const auto stop_after = w.stop_after();
   std::vector<const SchedulerPlan*> in_flight(static_cast<size_t>(p.groups), nullptr);
-  int32_t submitted = 0;
   int32_t idle_rounds = 0;
   int64_t round = 0;
   for (; round < 50000; ++round) {
-    for (int32_t k = uniform(0, 2); k > 0 && submitted < p.num_requests; --k) {
-      const auto id = static_cast<uint64_t>(++submitted);
-      std::vector<int32_t> prompt = templates[uniform(0, 3)];
-      const int32_t tail = uniform(1, p.max_prompt - static_cast<int32_t>(prompt.size()));
-      for (int32_t i = 0; i < tail; ++i) prompt.push_back(uniform(0, engine_test::kVocab - 1));
-      Planned pl;
-      pl.prompt_len = static_cast<int32_t>(prompt.size());
-      pl.max_tokens = uniform(1, p.max_new);
-      if (rng() % 3 == 0) pl.stop_after = uniform(1, pl.max_tokens);
-      const int32_t priority = std::array<int32_t, 5>{0, 0, 0, 1, -1}[uniform(0, 4)];
-      auto seq = make_seq(id, std::move(prompt), pl.max_tokens, p.block_size, priority);
-      pl.cancelled = seq->request().cancelled;
-      if (s->add(std::move(seq)).ok()) accepted[id] = pl;
-    }
-    // Cancel a random live request now and then (it may be in a step in flight).
-    if (!accepted.empty() && rng() % 25 == 0) {
-      auto it = accepted.begin();
-      std::advance(it, static_cast<long>(rng() % accepted.size()));
-      it->second.cancelled->store(true);
-    }
-    // Whether some unfinished request is not cancelled: then a round must compute something, or
-    // at most one round in a row may not (when every group gave up its sequences for a starved
-    // one that fits only after them, the next round admits it).
-    std::set<uint64_t> finished;
-    for (const Finished& f : done) finished.insert(f.id);
-    bool live = false;
-    for (const auto& [id, pl] : accepted)
-      live = live || (!finished.count(id) && !pl.cancelled->load());
+    w.arrive(*s, round);
+    ASSERT_FALSE(::testing::Test::HasFatalFailure()) << "round " << round;
+    // Live work (a request neither finished nor cancelled) must be computed in every round, or
+    // at most one round in a row may compute nothing: when every group gave up its sequences for
+    // a starved one that fits only once they are gone, the next round admits it.
+    const bool live = s->num_running() + s->num_waiting() > w.cancel_due(round, done);
     bool computed = false;
     for (int32_t g = 0; g < p.groups; ++g) {
       if (in_flight[g] != nullptr) {
@@ -284,33 +232,17 @@ void simulate(const SimParams& p) {
     }
     idle_rounds = live && !computed ? idle_rounds + 1 : 0;
     ASSERT_LE(idle_rounds, 1) << "stalled in round " << round;
-    if (submitted == p.num_requests && !s->has_work()) break;
+    if (w.all_submitted() && !s->has_work()) break;
   }
   ASSERT_FALSE(s->has_work()) << "did not drain in " << round << " rounds";
-  std::set<uint64_t> seen;
-  for (const Finished& f : done) {
-    ASSERT_TRUE(seen.insert(f.id).second) << "request " << f.id << " finished twice";
-    const Planned& pl = accepted.at(f.id);
-    const int32_t natural = pl.stop_after > 0 ? pl.stop_after : pl.max_tokens;
-    const auto want = expected_generation(f.id, pl.prompt_len, natural);
-    if (f.reason == FinishReason::kAbort) {
-      ASSERT_TRUE(pl.cancelled->load());
-      EXPECT_TRUE(std::equal(f.generated.begin(), f.generated.end(), want.begin()));
-    } else {
-      EXPECT_EQ(f.generated, want) << "request " << f.id;
-    }
-  }
-  EXPECT_EQ(seen.size(), accepted.size());
-  EXPECT_EQ(s->pool().num_referenced(), 0);
-  EXPECT_GT(s->stats().num_preemptions, 0);
-  EXPECT_GT(s->stats().prefix_cache_hits, 0);
-  std::printf("groups sim seed %llu, %d groups: %lld rounds, %zu requests, %lld preemptions\n",
-              static_cast<unsigned long long>(p.seed), p.groups, static_cast<long long>(round),
-              accepted.size(), static_cast<long long>(s->stats().num_preemptions));
+  w.verify(*s, done);
+  w.print(*s, round);
 }
 
 TEST(SchedulerGroupsTest, RandomWorkloadTwoGroupsInFlight) {
-  simulate(SimParams{});
+  SimParams p;
+  p.groups = 2;
+  simulate(p);
 }
 
 TEST(SchedulerGroupsTest, RandomWorkloadThreeGroupsInFlight) {
@@ -325,7 +257,7 @@ TEST(SchedulerGroupsTest, RandomWorkloadFourGroupsLargeBlocks) {
   SimParams p;
   p.seed = 4242;
   p.groups = 4;
-  p.num_blocks = 14;
+  p.num_blocks = 12;
   p.block_size = 16;
   p.max_num_seqs = 16;
   p.budget = 64;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -123,6 +124,22 @@ inline GroupRun run_groups(ModelRunner& r,
     }
   }
   return out;
+}
+
+/// Whether two runs' logits are equal bit for bit (same shapes, same bytes).
+inline bool same_bits(const std::vector<std::vector<std::vector<float>>>& a,
+                      const std::vector<std::vector<std::vector<float>>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t s = 0; s < a.size(); ++s) {
+    if (a[s].size() != b[s].size()) return false;
+    for (size_t t = 0; t < a[s].size(); ++t) {
+      if (a[s][t].size() != b[s][t].size() ||
+          std::memcmp(a[s][t].data(), b[s][t].data(), a[s][t].size() * sizeof(float)) != 0) {
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace novaserve::testing

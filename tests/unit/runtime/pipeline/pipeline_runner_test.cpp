@@ -250,21 +250,6 @@ std::vector<std::vector<std::vector<int32_t>>> prompt_groups(
   return groups;
 }
 
-bool same_bits(const std::vector<std::vector<std::vector<float>>>& a,
-               const std::vector<std::vector<std::vector<float>>>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t s = 0; s < a.size(); ++s) {
-    if (a[s].size() != b[s].size()) return false;
-    for (size_t t = 0; t < a[s].size(); ++t) {
-      if (a[s][t].size() != b[s][t].size() ||
-          std::memcmp(a[s][t].data(), b[s][t].data(), a[s][t].size() * sizeof(float)) != 0) {
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
 TEST_F(PipelineRunnerTest, StepsInFlightInEverySlotMatchOneStageBitForBit) {
   for (const Config& c : {Config{2, "auto", true}, Config{3, "7,13,10", true}}) {
     SCOPED_TRACE(std::to_string(c.stages) + " stages, split " + c.split);
@@ -276,7 +261,7 @@ TEST_F(PipelineRunnerTest, StepsInFlightInEverySlotMatchOneStageBitForBit) {
     EXPECT_NE(pipe->describe().find("overlapped"), std::string::npos) << pipe->describe();
     const testing::GroupRun got = testing::run_groups(*pipe, groups, kDecodeSteps, true);
     EXPECT_EQ(got.tokens, expected.tokens);
-    EXPECT_TRUE(same_bits(got.logits, expected.logits));
+    EXPECT_TRUE(testing::same_bits(got.logits, expected.logits));
   }
 }
 
