@@ -1,11 +1,14 @@
 // GPU pipeline stages (runtime/gpu/gpu_pipeline.h) on one device: stages of one GPU linked by the
 // device-copy transport, against the CPU runner within the GPU-vs-CPU bound of gpu_runner_test.cu
 // (runner_lockstep.h), with micro-batching on and off at batch 1 and 32; without micro-batching,
-// against one GPU runner bit for bit (every stage runs the same kernels on the same shapes); and
+// against one GPU runner bit for bit (every stage runs the same kernels on the same shapes);
+// overlapped stages (micro-batching: a thread per stage) with a step in every slot in flight,
+// against the same pipeline one step at a time bit for bit and against the CPU within the bound;
 // each stage holding only its layers' weights; and the big synth presets through 2 stages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "../unit/model/tiny_model.h"
+#include "../unit/runtime/pipeline/group_steps.h"
 #include "backend/cpu/cpu_backend.h"
 #include "gpu_test_util.h"
 #include "model/llama_model.h"
@@ -109,6 +113,75 @@ TEST_F(GpuPipelineTest, WithoutMicroBatchingStagesEqualOneRunnerBitForBit) {
     const LockstepReport r = run_lockstep(**one, *pipe, prompts, 24, 16, 0.0, GgmlType::kF16);
     EXPECT_EQ(r.max_error, 0.0);
     EXPECT_EQ(r.identical, batch);
+  }
+}
+
+// The largest normalized logit error of `gpu` against `cpu` (run_groups() of the same groups),
+// over each sequence's steps up to its first greedy token that differs, where the CPU's logits
+// must be a near-tie (runner_lockstep.h's rule); counts the rows compared.
+double max_error_until_divergence(const testing::GroupRun& cpu, const testing::GroupRun& gpu,
+                                  double tol, int* rows) {
+  double worst = 0.0;
+  EXPECT_EQ(cpu.logits.size(), gpu.logits.size());
+  for (size_t s = 0; s < std::min(cpu.logits.size(), gpu.logits.size()); ++s) {
+    for (size_t t = 0; t < std::min(cpu.logits[s].size(), gpu.logits[s].size()); ++t) {
+      const std::vector<float>& lc = cpu.logits[s][t];
+      const std::vector<float>& lg = gpu.logits[s][t];
+      double scale = 0.0, err = 0.0;
+      for (size_t i = 0; i < lc.size(); ++i) {
+        scale = std::max(scale, std::fabs(static_cast<double>(lc[i])));
+        err = std::max(err, std::fabs(static_cast<double>(lg[i]) - lc[i]));
+      }
+      worst = std::max(worst, scale > 0 ? err / scale : err);
+      ++*rows;
+      const int32_t c = cpu.tokens[s][t], g = gpu.tokens[s][t];
+      if (c != g) {
+        EXPECT_LE(static_cast<double>(lc[c]) - lc[g], 2.0 * tol * scale)
+            << "sequence " << s << " step " << t << ": not a near-tie";
+        break;  // the continuations differ from here on
+      }
+    }
+  }
+  return worst;
+}
+
+TEST_F(GpuPipelineTest, StepsInFlightMatchOneStepAtATimeAndTheCpu) {
+  for (const testing::TinySpec& spec :
+       {tiny(GgmlType::kQ4_0, false, "llama"), tiny(GgmlType::kQ8_0, true, "qwen2")}) {
+    auto file = testing::make_tiny_model(spec);
+    ASSERT_NE(file.file, nullptr);
+    for (const Shape sh : {Shape{2, "auto", true}, Shape{3, "1,2,1", true}}) {
+      const std::string what =
+          std::string(spec.arch) + ", " + std::to_string(sh.stages) + " stages (" + sh.split + ")";
+      SCOPED_TRACE(what);
+      // One group per stage, of 1, 5 and 9 sequences: steps of different shapes in flight.
+      std::vector<std::vector<std::vector<int32_t>>> groups;
+      for (int64_t g = 0; g < sh.stages; ++g) {
+        groups.push_back(random_prompts(static_cast<int>(1 + 4 * g), 40, spec.n_vocab,
+                                        static_cast<uint32_t>(11 + g)));
+      }
+      auto overlapped = gpu_pipeline(file.file, sh.stages, sh.split, true);
+      auto in_turn = gpu_pipeline(file.file, sh.stages, sh.split, false);
+      auto cpu = cpu_reference(file.file);
+      ASSERT_TRUE(overlapped && in_turn && cpu);
+      ASSERT_EQ(overlapped->max_in_flight(), sh.stages);
+      ASSERT_EQ(in_turn->max_in_flight(), 1);
+      const testing::GroupRun got =
+          testing::run_groups(*overlapped, groups, 16, /*in_flight=*/true, GgmlType::kF16);
+      const testing::GroupRun turns =
+          testing::run_groups(*in_turn, groups, 16, /*in_flight=*/false, GgmlType::kF16);
+      const testing::GroupRun ref =
+          testing::run_groups(*cpu, groups, 16, /*in_flight=*/false, GgmlType::kF16);
+      EXPECT_EQ(got.tokens, turns.tokens);
+      EXPECT_TRUE(testing::same_bits(got.logits, turns.logits));  // every logit equal
+      int rows = 0;
+      const double err = max_error_until_divergence(ref, got, kTol, &rows);
+      std::printf(
+          "[ pipeline ] %s, steps in flight: max normalized logit error %.2e over %d rows\n",
+          what.c_str(), err, rows);
+      EXPECT_LE(err, kTol);
+      EXPECT_GT(rows, 0);
+    }
   }
 }
 
