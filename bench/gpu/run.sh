@@ -35,8 +35,9 @@
 #               before the GPU tests, synthesizes it for GpuPipelineTest.SynthPresetsThroughTwoStages
 #               (and SynthPresetsMatchCpu) when --bench does not; then greedy `generate` through 1,
 #               2 and 3 stages (batch 1: one micro-batch, so the same text is expected), `bench`
-#               decode at batch 32 (prompt 1024, 128 generated) for 1 stage and 2 stages with
-#               micro-batching on and off, and `serve --pipeline-parallel 2` (and with
+#               decode at batch 32 and 64 (prompt 1024, 128 generated) for 1 stage and 2 stages
+#               with micro-batching (overlapped stages: 2 groups of batch / 2) on and off, and
+#               `serve --pipeline-parallel 2` (also with --micro-batching, and with
 #               --data-parallel 2: two pipelines on GPU 0) answering a completion; the same
 #               generate, bench and serve as two processes on GPU 0 (--nccl-init on 127.0.0.1,
 #               --rank 0 and 1; pipeline.md, pipeline-*.log).
@@ -571,12 +572,15 @@ pipeline_model() {  # pipeline_model PRESET: the --pipeline stage
     wait "$pid"
     echo "generate 2 processes ($rdv): exit $code (rank 1: $?), md5 $(md5sum <"$OUT/pipeline-generate.out" | cut -c1-12)"
     echo
-    for flags in "" "--pipeline-parallel 2" "--pipeline-parallel 2 --micro-batching"; do
-      # shellcheck disable=SC2086
-      timeout 200 "$NS" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
-        $flags >"$OUT/pipeline-bench.out" 2>>"$OUT/pipeline-bench.log"
-      echo "bench batch 32 ${flags:-(1 stage)}: exit $?"
-      sed 's/^/    /' "$OUT/pipeline-bench.out"
+    # Overlapped stages run groups of batch / 2: batch 64 overlapped has the steps of batch 32.
+    for batch in 32 64; do
+      for flags in "" "--pipeline-parallel 2" "--pipeline-parallel 2 --micro-batching"; do
+        # shellcheck disable=SC2086
+        timeout 200 "$NS" bench --device cuda --model "$m" --batch "$batch" --prompt 1024 \
+          --gen 128 $flags >"$OUT/pipeline-bench.out" 2>>"$OUT/pipeline-bench.log"
+        echo "bench batch $batch ${flags:-(1 stage)}: exit $?"
+        sed 's/^/    /' "$OUT/pipeline-bench.out"
+      done
     done
     local half="--gpu-memory-utilization 0.45"
     # shellcheck disable=SC2086
@@ -591,8 +595,8 @@ pipeline_model() {  # pipeline_model PRESET: the --pipeline stage
     echo "bench batch 32 2 processes: exit $code (rank 1: $?)"
     sed 's/^/    /' "$OUT/pipeline-bench.out"
     echo
-    for flags in "--pipeline-parallel 2" "--pipeline-parallel 2 --data-parallel 2" \
-      "$half $ranks"; do
+    for flags in "--pipeline-parallel 2" "--pipeline-parallel 2 --micro-batching" \
+      "--pipeline-parallel 2 --data-parallel 2" "$half $ranks"; do
       local rank_pid=""
       if [[ $flags == *--world-size* ]]; then
         # shellcheck disable=SC2086

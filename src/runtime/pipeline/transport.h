@@ -13,8 +13,11 @@ namespace novaserve {
 /// Moves the residual stream, [rows][n_embd] f32 row-major, from stage s to stage s + 1. Each
 /// transfer is one send() by the stage that finished, then one recv() by the next stage, of the
 /// same number of values; transfers on one link complete in the order they were sent. The
-/// pointers are in the memory of the stage that passes them (host or its device). Not
-/// thread-safe unless an implementation says otherwise.
+/// pointers are in the memory of the stage that passes them (host or its device). An overlapped
+/// pipeline (stage_workers.h) calls each stage's send() and recv() on that stage's thread: one
+/// link's send() and recv() come from two threads but never at once (the pipeline orders them),
+/// while different links are used at the same time, so implementations keep each link's state
+/// apart (TransportLinks does). Not thread-safe otherwise.
 class Transport {
  public:
   virtual ~Transport() = default;
