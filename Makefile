@@ -34,11 +34,11 @@ fuzz: setup
 	cmake --build --preset fuzz
 	tools/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
-# Every GPU source compiled by nvcc (sm_90) and hipcc (gfx90a, -Werror); no GPU needed.
+# Every GPU source compiled by nvcc (sm_90a) and hipcc (gfx90a, -Werror); no GPU needed.
 check-gpu: setup
 	tools/check_gpu_compile.sh
 
-# The full arch matrix: sm_90 + sm_80, gfx90a + gfx940.
+# The full arch matrix: sm_90a + sm_80, gfx90a + gfx940.
 check-gpu-all: setup
 	tools/check_gpu_compile.sh --all
 

@@ -5,7 +5,9 @@
 #   NOVASERVE_CUDA  novaserve_gpu_kernels (backend layer: kernels and dispatch, cuBLAS) and
 #                   novaserve_gpu (runtime layer: device state, the GPU runner), static libs linked
 #                   into the novaserve binary (--device cuda), + gpu_op_test (all tests/gpu/*.cu); arch from
-#                   CMAKE_CUDA_ARCHITECTURES (default 90: H100/H200).
+#                   CMAKE_CUDA_ARCHITECTURES (default 90a: H100/H200 with Hopper's own
+#                   instructions; an arch list with 90a defines NOVASERVE_GPU_SM90A, which enables
+#                   the wgmma GEMM's host side).
 #   NOVASERVE_HIP   novaserve_gpu_kernels_hip + novaserve_gpu_hip (the same two layers, linked into
 #                   novaserve for --device hip) +
 #                   gpu_op_test_hip, compiled by calling hipcc
@@ -32,7 +34,7 @@ set(NOVASERVE_GPU_WARNINGS -Wall -Wextra -Wno-unused-parameter)
 
 if(NOVASERVE_CUDA)
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 90)
+    set(CMAKE_CUDA_ARCHITECTURES 90a)
   endif()
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
@@ -57,6 +59,10 @@ if(NOVASERVE_CUDA)
   add_library(novaserve_gpu_kernels STATIC ${NOVASERVE_GPU_BACKEND_SOURCES})
   novaserve_cuda_target(novaserve_gpu_kernels)
   target_compile_definitions(novaserve_gpu_kernels PUBLIC NOVASERVE_GPU_HAS_BLAS=1)
+  if("90a" IN_LIST CMAKE_CUDA_ARCHITECTURES)
+    # The kernels' sm_90a-only code (wgmma) exists in this build: its host side may plan for it.
+    target_compile_definitions(novaserve_gpu_kernels PRIVATE NOVASERVE_GPU_SM90A=1)
+  endif()
   target_link_libraries(novaserve_gpu_kernels PUBLIC novaserve_backend_gpu CUDA::cudart_static
                         CUDA::cublas)
   add_library(novaserve_gpu STATIC ${NOVASERVE_GPU_RUNTIME_SOURCES})

@@ -2,8 +2,9 @@
 # Compile-only check of the GPU sources with both vendors' compilers, for `make test` on machines
 # without a GPU. Usage: tools/check_gpu_compile.sh [--all]
 #
-#   default  nvcc -arch=sm_90 and hipcc --offload-arch=gfx90a (one arch each keeps CI fast)
-#   --all    the full matrix: nvcc sm_90 + sm_80, hipcc gfx90a + gfx940
+#   default  nvcc -arch=sm_90a and hipcc --offload-arch=gfx90a (one arch each keeps CI fast; sm_90a
+#            is the cuda preset's arch and the only one that compiles the wgmma GEMM's device code)
+#   --all    the full matrix: nvcc sm_90a + sm_80, hipcc gfx90a + gfx940
 #
 # Compiles every src/backend/gpu/*/*.cu, src/runtime/gpu/*.cu and tests/gpu/*.cu into
 # build-gpucheck/, one compiler job at a time (nvcc and hipcc are CPU-heavy), with warnings as
@@ -39,13 +40,13 @@ if [ -z "$HIPCC" ] || [ ! -x "$HIPCC" ]; then
 fi
 
 if [ $ALL -eq 1 ]; then
-  NV_ARCHS=(-gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_80,code=sm_80)
-  NV_LABEL="sm_90 sm_80"
+  NV_ARCHS=(-gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80)
+  NV_LABEL="sm_90a sm_80"
   HIP_ARCHS=(--offload-arch=gfx90a --offload-arch=gfx940)
   HIP_LABEL="gfx90a gfx940"
 else
-  NV_ARCHS=(-arch=sm_90)
-  NV_LABEL="sm_90"
+  NV_ARCHS=(-arch=sm_90a)
+  NV_LABEL="sm_90a"
   HIP_ARCHS=(--offload-arch=gfx90a)
   HIP_LABEL="gfx90a"
 fi
@@ -77,7 +78,7 @@ nv_done=()
 for f in "${KERNELS[@]}" "${TESTS[@]}"; do
   name=$(basename "$f" .cu)
   compile "nvcc $f" "$OUT/nvcc/$name.log" "$NVCC" -std=c++20 "${NV_ARCHS[@]}" -Isrc \
-    -DNOVASERVE_GPU_HAS_BLAS=1 -Werror all-warnings \
+    -DNOVASERVE_GPU_HAS_BLAS=1 -DNOVASERVE_GPU_SM90A=1 -Werror all-warnings \
     -Xcompiler "$(IFS=,; echo "${WARN[*]}"),-Werror" -c "$f" -o "$OUT/nvcc/$name.o" &&
     nv_done+=("$(basename "$f")")
 done

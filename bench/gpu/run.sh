@@ -19,6 +19,7 @@
 # --models      synth presets for --bench/--serve (default "llama3-8b"; e.g.
 #               "llama3-8b u15-lite-12b").
 # --no-tests    skips the GPU test binary (for a second call that only benchmarks or serves).
+# --tests-filter PATTERN  runs only the GPU tests gtest's --gtest_filter=PATTERN selects.
 # --overload QPS  for each model of --models: fin-qa, open loop at QPS for 60 s (QPS "auto": 1.5 x
 #               the max QPS that --serve found for that model, so give --serve too), against
 #               `novaserve serve --device cuda` with default flags and again with the seed's SLO
@@ -71,7 +72,9 @@
 # --peer-only   with --peer: runs the peer's stages of --bench/--serve but not novaserve's (for a
 #               call whose novaserve figures came from the call before; ratios then say missing).
 # --ab OLD_BIN  A/B speed of two builds on the first model of --models: OLD_BIN (another
-#               novaserve, e.g. build-gpucarry/bin/novaserve-old from the previous commit) and the
+#               novaserve, e.g. build-gpucarry/bin/novaserve-old from the previous commit; or
+#               env:NAME=VALUE, the carried binary under that environment variable, e.g.
+#               env:NOVASERVE_GPU_WGMMA_MAX_ROWS=0 for the path before the wgmma GEMM) and the
 #               carried one, interleaved old, new, old, new, old, new; each run is `bench` at
 #               batch 1 (prompt 16,2048,2048: decode tg128 and prefill pp2048, the second 2048
 #               point warm: the first one after start-up pays one-time costs and varies by +-4%)
@@ -94,7 +97,7 @@ usage() {
     "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
     "[--sweep-qps QPS] [--serve-start QPS] [--serve-max QPS] [--governor] [--ab OLD_BIN]" \
     "[--loadgen-timeout S] [--peer DIR] [--peer-serve-start QPS] [--peer-serve-max QPS]" \
-    "[--peer-only] [--pipeline]" >&2
+    "[--peer-only] [--pipeline] [--tests-filter PATTERN]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -109,6 +112,7 @@ E2E=0
 BENCH=0
 SERVE=0
 TESTS=1
+TESTS_FILTER=
 OVERLOAD_QPS=
 SEQS_SWEEP=
 SWEEP_QPS=120
@@ -131,6 +135,11 @@ while [ $# -gt 0 ]; do
     --bench) BENCH=1 ;;
     --serve) SERVE=1 ;;
     --no-tests) TESTS=0 ;;
+    --tests-filter)
+      [ $# -ge 2 ] || usage
+      TESTS_FILTER=$2
+      shift
+      ;;
     --overload)
       [ $# -ge 2 ] || usage
       OVERLOAD_QPS=$2
@@ -180,7 +189,10 @@ while [ $# -gt 0 ]; do
     --peer-only) PEER_ONLY=1 ;;
     --ab)
       [ $# -ge 2 ] || usage
-      AB_OLD=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+      case $2 in
+        env:*=*) AB_OLD=$2 ;;
+        *) AB_OLD=$(cd "$(dirname "$2")" && pwd)/$(basename "$2") ;;
+      esac
       shift
       ;;
     --models)
@@ -264,7 +276,7 @@ fi
 
 start=$(date +%s)
 if [ $TESTS -eq 1 ]; then
-  timeout 420 "$BIN" >"$OUT/gpu_op_test.log" 2>&1
+  timeout 420 "$BIN" ${TESTS_FILTER:+--gtest_filter="$TESTS_FILTER"} >"$OUT/gpu_op_test.log" 2>&1
   rc=$?
 else
   echo "--no-tests: the GPU tests were not run" >"$OUT/gpu_op_test.log"
@@ -534,11 +546,16 @@ ab_model() {  # ab_model PRESET: OLD_BIN and the carried build interleaved, thre
   ensure_model "$name"
   for run in 1 2 3; do
     for which in old new; do
-      bin=$NS
-      [ "$which" = old ] && bin=$AB_OLD
-      timeout 200 "$bin" bench --device cuda --model "$m" --batch 1 --prompt 16,2048,2048 \
+      bin=("$NS")
+      if [ "$which" = old ]; then
+        case $AB_OLD in
+          env:*) bin=(env "${AB_OLD#env:}" "$NS") ;;  # the carried binary under that variable
+          *) bin=("$AB_OLD") ;;
+        esac
+      fi
+      timeout 200 "${bin[@]}" bench --device cuda --model "$m" --batch 1 --prompt 16,2048,2048 \
         --gen 128 --json "$OUT/ab-$which-$run-b1.json" >>"$OUT/ab.log" 2>&1
-      timeout 200 "$bin" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
+      timeout 200 "${bin[@]}" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
         --json "$OUT/ab-$which-$run-b32.json" >>"$OUT/ab.log" 2>&1
       echo "ab $name $which run $run: done" | tee -a "$OUT/summary.md"
     done

@@ -1,12 +1,7 @@
 // Tests of the tensor-core Q4_0 decode GEMM (gpu::gemm_q4_0_mma, gemm_q4_0_mma_gpu.cu) against
 // the CPU matmul, plus its determinism, row independence and batch invariance, graph replay, and
 // a timing report on Llama-3-8B shapes (printed, not asserted).
-//
-// Two references per shape: the exact f32 CPU matmul (the GEMM rounds activations and decoded
-// weights to fp16: NMSE ~1e-7, bound 1e-5 as for the fp16 BLAS path), and the same CPU matmul on
-// fp16-rounded activations and F16 weights decoded as dequantize_to_f16 does, which leaves only
-// the f32 summation order (NMSE ~1e-11 expected; bound 1e-8, while a weight or activation
-// rounding other than nearest-even on fp16 would show ~2e-8 and a wrong nibble order ~1).
+// The references and the timing loop: q4_0_gemm_harness.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,13 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
 #include "backend/gpu/kernels/gemm_q4_0_mma.h"
 #include "backend/gpu/kernels/gpu_ops.h"
-#include "common/thread_pool.h"
-#include "gpu_test_util.h"
-#include "quant/dequantize.h"
-#include "quant/half.h"
+#include "q4_0_gemm_harness.h"
 #if defined(NOVASERVE_GPU_HAS_BLAS)
 #include "backend/gpu/dispatch/gpu_blas.h"
 #endif
@@ -32,12 +23,14 @@ namespace novaserve::gpu {
 namespace {
 
 using test::DeviceBuffer;
+using test::first_rows;
 using test::nmse;
+using test::Q4GemmCase;
 using test::random_floats;
 using test::same_bits;
 
-constexpr double kF32RefNmse = 1e-5;
-constexpr double kF16RefNmse = 1e-8;
+constexpr double kF32RefNmse = test::kQ4GemmF32RefNmse;
+constexpr double kF16RefNmse = test::kQ4GemmF16RefNmse;
 constexpr int64_t kRowCounts[] = {1, 9, 16, 17, 31, 32, 33, 64};
 constexpr int64_t kMaxRows = kGemmQ4_0MmaMaxRows;
 
@@ -47,16 +40,6 @@ std::string plan_text(const GemmQ4_0MmaPlan& p) {
          std::to_string(p.padded_rows) + " padded rows, " + std::to_string(p.smem_bytes / 1024) +
          " KiB smem";
 }
-
-// A random Q4_0 matrix on the device in the split layout, random activations, and the CPU
-// references for kMaxRows rows.
-struct Case {
-  int64_t n_in = 0, n_out = 0;
-  std::unique_ptr<DeviceBuffer<uint8_t>> split;
-  std::vector<float> x;      // [kMaxRows][n_in]
-  std::vector<float> ref32;  // exact f32 CPU matmul
-  std::vector<float> ref16;  // CPU matmul of fp16-rounded x and weights
-};
 
 class GemmQ4_0MmaTest : public test::GpuTest {
  protected:
@@ -69,30 +52,8 @@ class GemmQ4_0MmaTest : public test::GpuTest {
     }
   }
 
-  Case make_case(int64_t n_in, int64_t n_out, ThreadPool& pool) {
-    Case c;
-    c.n_in = n_in, c.n_out = n_out;
-    const auto w = test::random_quantized(GgmlType::kQ4_0, n_in, n_out, rng_);
-    c.x = random_floats(static_cast<size_t>(kMaxRows * n_in), rng_);
-    c.ref32.resize(static_cast<size_t>(kMaxRows * n_out));
-    matmul(w.data(), GgmlType::kQ4_0, n_in, n_out, c.x.data(), kMaxRows, c.ref32.data(), pool,
-           ActQuant::kNone);
-
-    std::vector<float> decoded(static_cast<size_t>(n_in * n_out));
-    EXPECT_TRUE(dequantize_row(GgmlType::kQ4_0, w.data(), decoded.data(), n_in * n_out).ok());
-    std::vector<uint16_t> w16(decoded.size());
-    for (size_t i = 0; i < decoded.size(); ++i) w16[i] = f32_to_fp16(decoded[i]);
-    std::vector<float> x16(c.x.size());
-    for (size_t i = 0; i < x16.size(); ++i) x16[i] = fp16_to_f32(f32_to_fp16(c.x[i]));
-    c.ref16.resize(c.ref32.size());
-    matmul(w16.data(), GgmlType::kF16, n_in, n_out, x16.data(), kMaxRows, c.ref16.data(), pool,
-           ActQuant::kNone);
-
-    DeviceBuffer<uint8_t> d_w(w);
-    c.split = std::make_unique<DeviceBuffer<uint8_t>>(w.size());
-    EXPECT_TRUE(repack_q4_0_split(d_w.get(), n_in, n_out, c.split->get(), stream_).ok());
-    sync();
-    return c;
+  Q4GemmCase make_case(int64_t n_in, int64_t n_out, ThreadPool& pool) {
+    return test::make_q4_gemm_case(n_in, n_out, kMaxRows, rng_, pool, stream_);
   }
 
   // y for the first n_rows rows of x_host.
@@ -105,11 +66,6 @@ class GemmQ4_0MmaTest : public test::GpuTest {
   }
 };
 
-template <typename T>
-std::vector<T> first_rows(const std::vector<T>& v, int64_t rows, int64_t width) {
-  return std::vector<T>(v.begin(), v.begin() + rows * width);
-}
-
 TEST_F(GemmQ4_0MmaTest, MatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
   SCOPED_TRACE(seed_note());
   ThreadPool pool(0);
@@ -120,7 +76,7 @@ TEST_F(GemmQ4_0MmaTest, MatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
                                                 {14336, 4096}, {4096, 14336}, {512, 40000}};
   for (auto [n_in, n_out] : shapes) {
     SCOPED_TRACE(::testing::Message() << "[" << n_in << " -> " << n_out << "]");
-    const Case c = make_case(n_in, n_out, pool);
+    const Q4GemmCase c = make_case(n_in, n_out, pool);
     const WeightMatrix wm{c.split->get(), GgmlType::kQ4_0, n_in, n_out};
     const auto plan = gemm_q4_0_mma_plan(wm, kMaxRows);
     ASSERT_TRUE(plan.ok()) << plan.error().message;
@@ -161,7 +117,7 @@ TEST_F(GemmQ4_0MmaTest, GraphReplayEqualsEagerLaunch) {
   SCOPED_TRACE(seed_note());
   ThreadPool pool(0);
   const int64_t n_in = 4096, n_out = 1024, rows = 32;  // split-K through a cluster on sm_90
-  const Case c = make_case(n_in, n_out, pool);
+  const Q4GemmCase c = make_case(n_in, n_out, pool);
   const WeightMatrix wm{c.split->get(), GgmlType::kQ4_0, n_in, n_out};
   DeviceBuffer<float> d_x(c.x), d_eager(rows * n_out), d_graph(rows * n_out);
   ASSERT_TRUE(gemm_q4_0_mma(wm, d_x.get(), rows, d_eager.get(), stream_).ok());
@@ -209,24 +165,6 @@ TEST_F(GemmQ4_0MmaTest, RejectsBadArguments) {
 
 // ---- Timing (printed only) --------------------------------------------------------------------
 
-// Weight copies cycled through so that the 50 MB L2 never holds the next call's weights.
-int64_t copies_for(int64_t bytes) {
-  constexpr int64_t kColdBytes = int64_t{256} << 20;
-  return std::max<int64_t>(2, (kColdBytes + bytes - 1) / bytes);
-}
-
-// Microseconds per call of launch(copy) averaged over kCalls calls after a warm-up, cycling
-// through n_copies weight copies.
-template <typename Launch>
-double time_us(cudaStream_t stream, int64_t n_copies, Launch&& launch) {
-  constexpr int kWarmup = 5, kCalls = 50;
-  for (int i = 0; i < kWarmup; ++i) launch(i % n_copies);
-  const float ms = test::elapsed_ms(stream, [&] {
-    for (int i = 0; i < kCalls; ++i) launch((kWarmup + i) % n_copies);
-  });
-  return 1000.0 * ms / kCalls;
-}
-
 TEST_F(GemmQ4_0MmaTest, TimingOnLlama3_8BShapes) {
   struct Shape {
     const char* name;
@@ -251,7 +189,7 @@ TEST_F(GemmQ4_0MmaTest, TimingOnLlama3_8BShapes) {
 #endif
     for (const Shape& s : shapes) {
       const int64_t q4_bytes = s.n_out * (s.n_in / 32) * 18;
-      const int64_t n_copies = copies_for(q4_bytes);
+      const int64_t n_copies = test::cold_copies_for(q4_bytes);
       // Any bytes are valid split Q4_0; 0x3c makes every scale 1.06 and every value finite.
       DeviceBuffer<uint8_t> d_w(static_cast<size_t>(n_copies * q4_bytes));
       ASSERT_EQ(cudaMemset(d_w.get(), 0x3c, d_w.size()), cudaSuccess);
@@ -262,7 +200,7 @@ TEST_F(GemmQ4_0MmaTest, TimingOnLlama3_8BShapes) {
       };
       const auto plan = gemm_q4_0_mma_plan(matrix(0), m);
       ASSERT_TRUE(plan.ok()) << plan.error().message;
-      const double us = time_us(stream_, n_copies, [&](int64_t copy) {
+      const double us = test::time_us(stream_, n_copies, [&](int64_t copy) {
         EXPECT_TRUE(gemm_q4_0_mma(matrix(copy), d_x.get(), m, d_y.get(), stream_).ok());
       });
       step_us += us * s.per_step;
@@ -272,13 +210,13 @@ TEST_F(GemmQ4_0MmaTest, TimingOnLlama3_8BShapes) {
                   plan_text(plan.value()).c_str());
 #if defined(NOVASERVE_GPU_HAS_BLAS)
       const int64_t f16_bytes = s.n_out * s.n_in * 2;
-      const int64_t n_copies16 = copies_for(f16_bytes);
+      const int64_t n_copies16 = test::cold_copies_for(f16_bytes);
       DeviceBuffer<__half> d_w16(static_cast<size_t>(n_copies16 * s.n_out * s.n_in));
       ASSERT_EQ(cudaMemset(d_w16.get(), 0x3c, static_cast<size_t>(n_copies16 * f16_bytes)),
                 cudaSuccess);
       DeviceBuffer<__half> d_x16(static_cast<size_t>(m * s.n_in));
       ASSERT_TRUE(convert_f32_to_f16(d_x.get(), m * s.n_in, d_x16.get(), stream_).ok());
-      const double blas_us = time_us(stream_, n_copies16, [&](int64_t copy) {
+      const double blas_us = test::time_us(stream_, n_copies16, [&](int64_t copy) {
         EXPECT_TRUE((*blas)
                         ->gemm_f16_nt(m, s.n_out, s.n_in, d_x16.get(),
                                       d_w16.get() + copy * s.n_out * s.n_in, d_y.get())

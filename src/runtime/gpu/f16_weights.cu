@@ -6,7 +6,9 @@
 
 namespace novaserve::gpu {
 
-Result<F16Weights> F16Weights::create(const DeviceWeights& w, cudaStream_t stream) {
+Result<F16Weights> F16Weights::create(const DeviceWeights& w,
+                                      const std::function<bool(const WeightMatrix&)>& needs_copy,
+                                      cudaStream_t stream) {
   F16Weights f;
   f.layers.resize(w.layers.size());
   // (matrix, slot) pairs; slots are filled once the buffer exists.
@@ -15,7 +17,7 @@ Result<F16Weights> F16Weights::create(const DeviceWeights& w, cudaStream_t strea
     if (m.data == nullptr) return;  // not on this device (another pipeline stage's)
     if (m.type == GgmlType::kF16) {
       *slot = static_cast<const __half*>(m.data);
-    } else {
+    } else if (needs_copy(m)) {
       todo.emplace_back(&m, slot);
       f.copied_bytes += static_cast<uint64_t>(m.n_in * m.n_out) * sizeof(__half);
     }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "backend/gpu/platform/device_buffer.h"
@@ -32,10 +33,13 @@ struct F16Weights {
   DeviceBuffer storage;  ///< the copies (F16 matrices are not copied)
   uint64_t copied_bytes = 0;
 
-  /// Decodes every non-F16 matrix of `w` into one device buffer (gpu::dequantize_to_f16, values
-  /// beyond the fp16 range become +-inf) on `stream`, synchronized before returning.
+  /// Decodes every matrix of `w` for which `needs_copy` holds into one device buffer
+  /// (gpu::dequantize_to_f16, values beyond the fp16 range become +-inf) on `stream`,
+  /// synchronized before returning; F16 matrices are viewed in place, the others get no view.
   /// Errors: kInternal (out of device memory, a failed launch).
-  static Result<F16Weights> create(const DeviceWeights& w, cudaStream_t stream);
+  static Result<F16Weights> create(const DeviceWeights& w,
+                                   const std::function<bool(const WeightMatrix&)>& needs_copy,
+                                   cudaStream_t stream);
 };
 
 }  // namespace novaserve::gpu

@@ -134,7 +134,7 @@ Status GpuBackend::matmul_add(const WeightMatrix& w, const float* x, int64_t n, 
   const __half* w16 = matrix(w).w16;
   // The residual add in the GEMM's epilogue (beta = 1) is one of the fusions
   // NOVASERVE_GPU_FUSED=0 turns off.
-  if (fused_ && !gemv_q8(w, n, mode) && matmul_.takes_blas(w, w16, n, w.type == GgmlType::kQ4_0)) {
+  if (fused_ && !gemv_q8(w, n, mode) && matmul_.accumulates(w, w16, n, w.type == GgmlType::kQ4_0)) {
     return timed(matrix(w).op, [&] { return matmul_.accumulate(w, w16, x, n, y); });
   }
   return Backend::matmul_add(w, x, n, tmp, y, mode);

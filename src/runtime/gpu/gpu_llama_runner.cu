@@ -113,14 +113,29 @@ Result<std::unique_ptr<GpuLlamaRunner>> GpuLlamaRunner::create(std::shared_ptr<c
   r->matmul_ = std::move(mm.value());
   if (r->matmul_->has_blas()) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto w16 = F16Weights::create(r->w_, r->stream_);
+    const GpuMatmul& mm = *r->matmul_;
+    auto w16 = F16Weights::create(
+        r->w_, [&mm](const WeightMatrix& m) { return mm.needs_f16_copy(m); }, r->stream_);
     if (!w16.ok()) return w16.error();
     r->w16_ = std::move(w16.value());
-    std::fprintf(stderr, "novaserve gpu: fp16 weight copies for GEMMs: %.1f MiB in %.2f s\n",
-                 static_cast<double>(r->w16_.copied_bytes) / kMiB,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (r->w16_.copied_bytes > 0) {
+      std::fprintf(stderr, "novaserve gpu: fp16 weight copies for GEMMs: %.1f MiB in %.2f s\n",
+                   static_cast<double>(r->w16_.copied_bytes) / kMiB,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
   }
   NOVASERVE_RETURN_IF_ERROR(r->repack_q4_0());
+  // The weights as the device holds them against the file's bytes for the same tensors (issue
+  // 16's budget: at most 2% over, no fp16 copy of a quantized matrix).
+  const Memory mem = r->memory();
+  const uint64_t file_bytes = r->arena_->stats().used_bytes;
+  std::fprintf(
+      stderr,
+      "novaserve gpu: device weight memory %.1f MiB = %.3f x the GGUF tensor bytes "
+      "(%.1f MiB; fp16 copies %.1f MiB)\n",
+      static_cast<double>(mem.weights) / kMiB,
+      static_cast<double>(mem.weights) / static_cast<double>(std::max<uint64_t>(file_bytes, 1)),
+      static_cast<double>(file_bytes) / kMiB, static_cast<double>(r->w16_.copied_bytes) / kMiB);
   r->backend_ = std::make_unique<GpuBackend>(r->stream_, *r->matmul_, r->in_, r->prof_,
                                              r->ws_.act_q8, r->ws_.attn_split, r->n_sm_);
   r->register_matrices();

@@ -1,6 +1,10 @@
+#include <cstdlib>
+#include <limits>
+
 #include "backend/gpu/dispatch/gpu_blas.h"
 #include "backend/gpu/dispatch/gpu_matmul.h"
 #include "backend/gpu/kernels/gemm_q4_0_mma.h"
+#include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
 #include "backend/gpu/kernels/gpu_ops.h"
 
 namespace novaserve::gpu {
@@ -36,6 +40,10 @@ bool use_q4_0_mma(const WeightMatrix& w, int64_t n_rows) {
 Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   std::unique_ptr<GpuMatmul> m(new GpuMatmul());
   m->stream_ = stream;
+  // NOVASERVE_GPU_WGMMA_MAX_ROWS caps the rows the wgmma GEMM takes (0: never), for A/B runs.
+  if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_MAX_ROWS"); env != nullptr) {
+    m->wgmma_max_rows_ = std::strtoll(env, nullptr, 10);
+  }
 #if !defined(NOVASERVE_GPU_HIP)
   auto blas = GpuBlas::create(stream);
   if (!blas.ok()) return blas.error();
@@ -57,6 +65,29 @@ bool GpuMatmul::has_blas() const {
 #endif
 }
 
+GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_t n_rows,
+                                bool split) const {
+#if defined(NOVASERVE_GPU_HIP)
+  return Path::kGemv;
+#else
+  if (n_rows <= kGemvMaxRows) return Path::kGemv;
+  if (split && n_rows <= wgmma_max_rows_ && gemm_q4_0_wgmma_supported(w, n_rows)) {
+    return Path::kWgmma;
+  }
+  if (split && use_q4_0_mma(w, n_rows)) return Path::kMma;
+  if (has_blas() && w16 != nullptr) return Path::kBlas;
+  return Path::kGemv;
+#endif
+}
+
+bool GpuMatmul::needs_f16_copy(const WeightMatrix& w) const {
+  if (!has_blas() || w.type == GgmlType::kF16) return false;
+  const bool wgmma_everywhere = wgmma_max_rows_ == std::numeric_limits<int64_t>::max() &&
+                                w.type == GgmlType::kQ4_0 &&
+                                gemm_q4_0_wgmma_takes_shape(w.n_in, w.n_out);
+  return !wgmma_everywhere;
+}
+
 bool GpuMatmul::takes_gemv(int64_t n_rows) const {
 #if defined(NOVASERVE_GPU_HIP)
   return true;
@@ -67,47 +98,54 @@ bool GpuMatmul::takes_gemv(int64_t n_rows) const {
 
 Status GpuMatmul::reserve(int64_t max_rows, int64_t max_n_in) {
   if (!has_blas() || max_rows <= kGemvMaxRows) return {};
-  return x16_.reserve(static_cast<size_t>(max_rows * max_n_in) * sizeof(__half),
+  const size_t blas_bytes = static_cast<size_t>(max_rows * max_n_in) * sizeof(__half);
+  return x16_.reserve(std::max(blas_bytes, gemm_q4_0_wgmma_scratch_bytes(max_rows, max_n_in)),
                       "fp16 activation scratch");
 }
 
-bool GpuMatmul::takes_blas(const WeightMatrix& w, const __half* w16, int64_t n_rows,
-                           bool split) const {
+bool GpuMatmul::accumulates(const WeightMatrix& w, const __half* w16, int64_t n_rows,
+                            bool split) const {
+  const Path p = path(w, w16, n_rows, split);
+  return p == Path::kBlas || p == Path::kWgmma;
+}
+
+Status GpuMatmul::gemm(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows,
+                       float* y, bool split, bool accumulate) {
 #if defined(NOVASERVE_GPU_HIP)
-  return false;
+  if (accumulate) return Err(ErrorCode::kInvalidInput, "GpuMatmul: no accumulating GEMM on HIP");
+  return small_gemv(w, x, n_rows, y, split, stream_);
 #else
-  return has_blas() && n_rows > kGemvMaxRows && !(split && use_q4_0_mma(w, n_rows)) &&
-         w16 != nullptr;
+  const Path p = path(w, w16, n_rows, split);
+  if (accumulate && p != Path::kBlas && p != Path::kWgmma) {
+    return Err(ErrorCode::kInvalidInput, "GpuMatmul::accumulate: not an accumulating GEMM");
+  }
+  switch (p) {
+    case Path::kGemv:
+      return small_gemv(w, x, n_rows, y, split, stream_);
+    case Path::kMma:
+      return gemm_q4_0_mma(w, x, n_rows, y, stream_);
+    case Path::kWgmma:
+      // Growing frees the old scratch; cudaFree waits for the kernels still reading it.
+      NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, w.n_in));
+      return gemm_q4_0_wgmma(w, x, n_rows, y, x16_.get<__half>(), stream_, accumulate);
+    case Path::kBlas:
+      NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, w.n_in));
+      NOVASERVE_RETURN_IF_ERROR(
+          convert_f32_to_f16(x, n_rows * w.n_in, x16_.get<__half>(), stream_));
+      return blas_->gemm_f16_nt(n_rows, w.n_out, w.n_in, x16_.get<__half>(), w16, y, accumulate);
+  }
+  return Err(ErrorCode::kInternal, "GpuMatmul: unknown path");
 #endif
 }
 
 Status GpuMatmul::accumulate(const WeightMatrix& w, const __half* w16, const float* x,
                              int64_t n_rows, float* y) {
-#if defined(NOVASERVE_GPU_HIP)
-  return Err(ErrorCode::kInvalidInput, "GpuMatmul::accumulate: no BLAS in the HIP build");
-#else
-  if (!takes_blas(w, w16, n_rows, w.type == GgmlType::kQ4_0)) {
-    return Err(ErrorCode::kInvalidInput, "GpuMatmul::accumulate: not a BLAS GEMM");
-  }
-  NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, w.n_in));
-  NOVASERVE_RETURN_IF_ERROR(convert_f32_to_f16(x, n_rows * w.n_in, x16_.get<__half>(), stream_));
-  return blas_->gemm_f16_nt(n_rows, w.n_out, w.n_in, x16_.get<__half>(), w16, y, true);
-#endif
+  return gemm(w, w16, x, n_rows, y, w.type == GgmlType::kQ4_0, true);
 }
 
 Status GpuMatmul::run(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows,
                       float* y, bool split) {
-#if defined(NOVASERVE_GPU_HIP)
-  return small_gemv(w, x, n_rows, y, split, stream_);
-#else
-  if (n_rows <= kGemvMaxRows) return small_gemv(w, x, n_rows, y, split, stream_);
-  if (split && use_q4_0_mma(w, n_rows)) return gemm_q4_0_mma(w, x, n_rows, y, stream_);
-  if (w16 == nullptr) return small_gemv(w, x, n_rows, y, split, stream_);
-  // Growing frees the old scratch; cudaFree waits for the kernels still reading it.
-  NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, w.n_in));
-  NOVASERVE_RETURN_IF_ERROR(convert_f32_to_f16(x, n_rows * w.n_in, x16_.get<__half>(), stream_));
-  return blas_->gemm_f16_nt(n_rows, w.n_out, w.n_in, x16_.get<__half>(), w16, y);
-#endif
+  return gemm(w, w16, x, n_rows, y, split, false);
 }
 
 }  // namespace novaserve::gpu

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 
 #include "backend/gpu/platform/device_buffer.h"
@@ -39,6 +40,12 @@ class GpuMatmul {
   /// Whether GEMMs are available (CUDA builds), i.e. whether the runner keeps fp16 weights.
   bool has_blas() const;
 
+  /// Whether run() needs an fp16 copy of `w` (a matrix in its file type, before any repacking)
+  /// for some row count: with BLAS, every type but F16 (used in place) needs one, except Q4_0
+  /// matrices that the wgmma GEMM takes at every row count (gemm_q4_0_wgmma_takes_shape, no
+  /// NOVASERVE_GPU_WGMMA_MAX_ROWS cap). Without BLAS (HIP) nothing needs one.
+  bool needs_f16_copy(const WeightMatrix& w) const;
+
   /// Sizes the fp16 activation scratch for GEMMs of up to `max_rows` rows and `max_n_in`
   /// inputs. Errors: kInternal (out of memory).
   Status reserve(int64_t max_rows, int64_t max_n_in);
@@ -51,23 +58,33 @@ class GpuMatmul {
   Status run(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows, float* y,
              bool split);
 
-  /// Whether run() would take the BLAS GEMM for these arguments, which is what accumulate()
-  /// needs.
-  bool takes_blas(const WeightMatrix& w, const __half* w16, int64_t n_rows, bool split) const;
+  /// Whether run() would take a GEMM that can add into y in its epilogue (the BLAS GEMM or the
+  /// wgmma GEMM), which is what accumulate() needs.
+  bool accumulates(const WeightMatrix& w, const __half* w16, int64_t n_rows, bool split) const;
 
-  /// y += x W^T through the BLAS GEMM (beta = 1: the residual add in the GEMM's epilogue), for
-  /// arguments takes_blas() accepts. Errors: kInvalidInput for others; as run() otherwise.
+  /// y += x W^T through that GEMM (the residual add in its epilogue: BLAS beta = 1, or the wgmma
+  /// GEMM's accumulate), for arguments accumulates() accepts. Errors: kInvalidInput for others;
+  /// as run() otherwise.
   Status accumulate(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows,
                     float* y);
 
  private:
+  // Which kernel run() takes: the GEMV (up to kGemvMaxRows rows, and always on HIP), the wgmma
+  // GEMM on split Q4_0 (sm_90a, up to wgmma_max_rows_ rows), the mma.sync GEMM on split Q4_0
+  // (sm_80+, up to 32 rows where it measured faster), or BLAS on the fp16 copy.
+  enum class Path { kGemv, kWgmma, kMma, kBlas };
+  Path path(const WeightMatrix& w, const __half* w16, int64_t n_rows, bool split) const;
+  Status gemm(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows, float* y,
+              bool split, bool accumulate);
+
   GpuMatmul() = default;
   cudaStream_t stream_ = nullptr;
 #if !defined(NOVASERVE_GPU_HIP)
   std::unique_ptr<GpuBlas> blas_;  // not even declared for HIP, whose build has no gpu_blas.cu
   DeviceBuffer blas_workspace_;
 #endif
-  DeviceBuffer x16_;  // activations, fp16
+  DeviceBuffer x16_;  // activations, fp16 (BLAS), or packed for the wgmma GEMM
+  int64_t wgmma_max_rows_ = std::numeric_limits<int64_t>::max();
 };
 
 }  // namespace novaserve::gpu

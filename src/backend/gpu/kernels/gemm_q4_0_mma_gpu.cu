@@ -30,16 +30,13 @@
 // all ranks in rank order through distributed shared memory. No workspace, no atomics, and the
 // order of every addition is fixed.
 #include <algorithm>
-#include <array>
 #include <cstdint>
-#include <cstring>
-#include <mutex>
-#include <optional>
 #include <string>
 
 #include "backend/gpu/kernels/gemm_q4_0_mma.h"
 #include "backend/gpu/kernels/mma_sm80.h"
-#include "backend/gpu/kernels/q4_0_split.h"
+#include "backend/gpu/kernels/q4_0_fragment.h"
+#include "backend/gpu/platform/device_limits.h"
 #include "backend/gpu/platform/gpu_status.h"
 
 #if !defined(NOVASERVE_GPU_HIP)
@@ -68,8 +65,8 @@ Status gemm_q4_0_mma(const WeightMatrix& w, const float* x, int64_t n_rows, floa
 
 namespace {
 
-constexpr int kQ4Block = 32;  // inputs per Q4_0 block
-constexpr int kNibbleBytes = static_cast<int>(kQ4_0SplitNibbleBytes);
+using namespace q4_0_fragment;  // NOLINT(google-build-using-namespace): this file's vocabulary
+constexpr int kQ4Block = kBlockValues;
 constexpr int kBlocksPerStage = 4;  // blocks per output row per stage: one per lane of a quad
 constexpr int kStageK = kBlocksPerStage * kQ4Block;
 static_assert(kStageK == kGemmQ4_0MmaInMultiple);
@@ -79,86 +76,6 @@ static_assert(kWarps == 8, "an 8-row slice of the batch is loaded by one warp pe
 constexpr int kStages = 6;  // 6 x 18 KB of weights (256 outputs) + activations: 140 KB at most
 constexpr int kMinStagesPerSplit = 2;
 constexpr int kMaxSplits = 8;  // the portable cluster size
-
-// ---- Split layout (q4_0_split.h) ---------------------------------------------------------------
-// These two functions are this file's only places that know where a block lives.
-
-// The 16 nibble bytes of block b of output o (16-byte aligned).
-__device__ __forceinline__ const uint8_t* block_nibbles(const uint8_t* w, int64_t n_blocks,
-                                                        int64_t o, int64_t b) {
-  return w + (o * n_blocks + b) * kNibbleBytes;
-}
-
-// The fp16 scale of block b of output o; blocks b..b+3 follow it (8-byte aligned when b and
-// n_blocks are multiples of 4).
-__device__ __forceinline__ const uint8_t* block_scale(const uint8_t* w, int64_t n_out,
-                                                      int64_t n_blocks, int64_t o, int64_t b) {
-  return w + q4_0_split_scales_offset(n_out, n_blocks) + (o * n_blocks + b) * 2;
-}
-
-// ---- k order inside a block -------------------------------------------------------------------
-// Q4_0 (ggml's block_q4_0): value j < 16 of a block is the low nibble of byte j, value j + 16 the
-// high nibble, each minus 8, times the scale. A quad lane covers its block in 8 mma steps
-// (q, hi), q = 0..3, hi = 0..1: step (q, hi) takes the low (hi = 0) or high (hi = 1) nibbles of
-// 32-bit word q (bytes 4q..4q+3); fragment register pair p (0: slots 2t..2t+1, 1: 2t+8..2t+9)
-// gets bytes 4q+p and 4q+p+2, so element e of pair p is byte 4q + p + 2e, i.e. block value
-// block_value(q, hi, p, e). Step (q, hi) thus covers the 4 consecutive values
-// 4 * (q + 4 * hi) .. +3, and value 4 * (q + 4 * hi) + m sits at pair m % 2, element m / 2.
-// dequant_word (the A side) and store_x_stage (the B side) both follow this table; a new nibble
-// order changes these two and this function.
-__host__ __device__ constexpr int block_value(int q, int hi, int p, int e) {
-  return 16 * hi + 4 * q + p + 2 * e;
-}
-// store_x_stage relies on the four values of a step being consecutive from block_value(q, hi,
-// 0, 0), in the order pair 0 elements 0, 1 = +0, +2 and pair 1 elements 0, 1 = +1, +3.
-static_assert(block_value(1, 1, 0, 1) - block_value(1, 1, 0, 0) == 2 &&
-              block_value(1, 1, 1, 0) - block_value(1, 1, 0, 0) == 1 &&
-              block_value(1, 1, 1, 1) - block_value(1, 1, 0, 0) == 3);
-
-__device__ __forceinline__ __half2 as_half2(uint32_t u) {
-  __half2 h;
-  memcpy(&h, &u, sizeof(h));
-  return h;
-}
-
-__device__ __forceinline__ uint32_t as_u32(__half2 h) {
-  uint32_t u;
-  memcpy(&u, &h, sizeof(u));
-  return u;
-}
-
-// The A registers of one output row from 32-bit nibble word `word` (word q of the block) and the
-// block's scale d (both halves): lo[p] for step (q, 0), hi[p] for step (q, 1). A nibble n placed
-// in the low mantissa bits of fp16 0x6400 (1024, ulp 1) reads as 1024 + n, in bits 4-7 of
-// 0x5400 (64, ulp 1/16) as 64 + n, so the high nibble needs no shift. Subtracting 1032 or 72 is
-// exact (q - 8 in -8..7); the product with d is rounded once to fp16, as dequantize_to_f16
-// rounds the exact f32 value d * (q - 8).
-__device__ __forceinline__ void dequant_word(uint32_t word, __half2 d, uint32_t (&lo)[2],
-                                             uint32_t (&hi)[2]) {
-  const __half2 lo_bias = as_half2(0x64086408u);  // 1032, 1032
-  const __half2 hi_bias = as_half2(0x54805480u);  // 72, 72
-#pragma unroll
-  for (int p = 0; p < 2; ++p) {
-    const uint32_t bytes = word >> (8 * p);  // bytes p and p + 2 at bits 0-7 and 16-23
-    const uint32_t l = (bytes & 0x000F000Fu) | 0x64006400u;
-    const uint32_t h = (bytes & 0x00F000F0u) | 0x54005400u;
-    lo[p] = as_u32(__hmul2_rn(__hsub2_rn(as_half2(l), lo_bias), d));
-    hi[p] = as_u32(__hmul2_rn(__hsub2_rn(as_half2(h), hi_bias), d));
-  }
-}
-
-// Asynchronous global -> shared copies (sm_80). Weights are streamed once: .cg keeps them out of
-// L1, and L2::128B lets one DRAM access serve this stage's 64 bytes of a row and the next's.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src) {
-  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(s), "l"(src)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async_8(void* dst, const void* src) {
-  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 8;\n" ::"r"(s), "l"(src) : "memory");
-}
 
 // Shared-memory sizes of one kernel variant: kNt 8-row slices of the batch, kMt 16-output
 // m-tiles per warp.
@@ -430,37 +347,6 @@ size_t smem_bytes(int64_t padded_rows, int64_t outs_per_block) {
 
 }  // namespace
 
-namespace {
-
-struct DeviceLimits {
-  int cc_major = 0;
-  int n_sms = 0;
-  int smem_optin = 0;  // shared memory per block with the opt-in attribute
-};
-
-// The current device's limits, queried once per device: a plan is made for every call.
-Result<DeviceLimits> device_limits() {
-  constexpr int kMaxDevices = 64;
-  static std::mutex mu;
-  static std::array<std::optional<DeviceLimits>, kMaxDevices> cache;
-  int device = 0;
-  NOVASERVE_GPU_RETURN_IF_ERROR(cudaGetDevice(&device));
-  const bool cacheable = device >= 0 && device < kMaxDevices;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cacheable && cache[device]) return *cache[device];
-  DeviceLimits d;
-  NOVASERVE_GPU_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, device));
-  NOVASERVE_GPU_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&d.n_sms, cudaDevAttrMultiProcessorCount, device));
-  NOVASERVE_GPU_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  if (cacheable) cache[device] = d;
-  return d;
-}
-
-}  // namespace
-
 Result<GemmQ4_0MmaPlan> gemm_q4_0_mma_plan(const WeightMatrix& w, int64_t n_rows) {
   if (w.type != GgmlType::kQ4_0) {
     return Err(ErrorCode::kUnsupported, "gpu::gemm_q4_0_mma: weights must be Q4_0 (split layout)");
@@ -477,7 +363,7 @@ Result<GemmQ4_0MmaPlan> gemm_q4_0_mma_plan(const WeightMatrix& w, int64_t n_rows
   if (!aligned16(w.data)) {
     return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_mma: weights must be 16-byte aligned");
   }
-  auto limits = device_limits();
+  auto limits = current_device_limits();
   if (!limits.ok()) return limits.error();
   const int cc_major = limits->cc_major;
   const int n_sms = limits->n_sms;

@@ -1,0 +1,67 @@
+// W4A16 GEMM on Hopper's warpgroup MMA for Q4_0 weights in the split layout (repack_q4_0_split,
+// q4_0_split.h): y = x W^T for any number of rows, reading the 4-bit weights themselves (no fp16
+// copy): weights decoded to fp16 in registers and fed to wgmma as its A operand (128 outputs per
+// thread block, 64 per warpgroup), activations rounded to fp16 and read by wgmma from shared
+// memory as B (up to 128 rows per tile; more rows take more tiles), f32 accumulation. Needs a
+// build with sm_90a code (CMAKE_CUDA_ARCHITECTURES 90a: NOVASERVE_GPU_SM90A) and a device of
+// compute capability 9.0 (H100, H200); elsewhere the plan says kUnsupported and callers use
+// another matmul. HIP builds get stubs that refuse.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/gpu/platform/vendor.h"
+#include "backend/op_params.h"
+#include "common/result.h"
+
+namespace novaserve::gpu {
+
+/// n_in must be a multiple of this (one pipeline stage: 4 Q4_0 blocks per output row).
+inline constexpr int64_t kGemmQ4_0WgmmaInMultiple = 128;
+
+/// How gemm_q4_0_wgmma splits a call over the GPU, for logs and benchmarks.
+struct GemmQ4_0WgmmaPlan {
+  int64_t tile_rows = 0;    ///< rows per tile (wgmma's N): 8, 16, 32, 64 or 128
+  int64_t row_tiles = 0;    ///< ceil(n_rows / tile_rows)
+  int64_t padded_rows = 0;  ///< row_tiles * tile_rows: rows of the packed activations
+  int64_t out_tiles = 0;    ///< ceil(n_out / 128)
+  int k_splits = 0;         ///< thread blocks per output tile along n_in (one cluster), 1..8
+  int stages = 0;           ///< depth of the shared-memory ring
+  size_t smem_bytes = 0;    ///< dynamic shared memory per thread block
+};
+
+/// The plan of gemm_q4_0_wgmma for `w` and `n_rows` on the current device. k_splits depends only
+/// on (n_in, n_out, the device), never on n_rows, so a row's summation order does not change with
+/// the batch it shares. Errors: kUnsupported (HIP, no sm_90a code in this build, a device other
+/// than compute capability 9.0, w.type not Q4_0); kInvalidInput (n_rows < 1, n_in not a positive
+/// multiple of 128, n_out < 1, w.data not 16-byte aligned); kInternal (a failed device query).
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_rows);
+
+/// Whether gemm_q4_0_wgmma takes `w` and `n_rows` here (its plan succeeds).
+bool gemm_q4_0_wgmma_supported(const WeightMatrix& w, int64_t n_rows);
+
+/// Whether gemm_q4_0_wgmma takes a 16-byte aligned Q4_0 matrix of this shape on the current
+/// device for every row count (so the matrix needs no other GEMM): the plan's checks without a
+/// pointer or a row count.
+bool gemm_q4_0_wgmma_takes_shape(int64_t n_in, int64_t n_out);
+
+/// Bytes of the packed activations gemm_q4_0_wgmma needs as scratch for `n_rows` rows of `n_in`
+/// inputs: padded_rows x n_in fp16 (padded_rows as in the plan: n_rows rounded up to its tile).
+size_t gemm_q4_0_wgmma_scratch_bytes(int64_t n_rows, int64_t n_in);
+
+/// y [n_rows][w.n_out] = x [n_rows][w.n_in] W^T on `stream` (with `accumulate`: y += x W^T, the
+/// residual add in the epilogue), for w a Q4_0 matrix in the split layout. Two launches: x rounded
+/// to fp16 (nearest even) into `scratch` in the k order of the weight fragments (q4_0_fragment.h),
+/// rows past n_rows zero; then the GEMM. Each weight is decoded exactly as dequantize_to_f16 does,
+/// products summed in f32 by the tensor cores: an NMSE of ~1e-7 against the f32 CPU matmul, like
+/// the fp16 BLAS path. Deterministic; a row's result does not depend on the other rows or on
+/// n_rows. Asynchronous, allocates nothing, capturable into a graph (split-K reduces through a
+/// cluster's distributed shared memory). x must be 16-byte aligned, `scratch` hold
+/// gemm_q4_0_wgmma_scratch_bytes(n_rows, w.n_in) bytes (16-byte aligned); x, y and scratch must not
+/// overlap. n_rows == 0 is a no-op. Errors: those of gemm_q4_0_wgmma_plan; kInvalidInput for a null
+/// or misaligned pointer; kInternal naming a failed launch.
+Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+                       __half* scratch, cudaStream_t stream, bool accumulate = false);
+
+}  // namespace novaserve::gpu

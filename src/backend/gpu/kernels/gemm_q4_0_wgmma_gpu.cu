@@ -1,0 +1,475 @@
+// W4A16 GEMM over Q4_0 weights on Hopper's warpgroup MMA (gemm_q4_0_wgmma.h).
+//
+// Roles in wgmma.mma_async.m64nNk16.f32.f16.f16 (A from registers): the weights are A (64
+// outputs x 16 inputs per warpgroup, decoded from the nibbles in registers by each warp for its
+// 16 outputs, exactly as the mma.sync kernel does: q4_0_fragment.h), the activations B (16 inputs
+// x N rows, fp16 in shared memory, K-major in the 128-byte swizzle). Decoding each weight once
+// per thread block serves all N rows of the tile, so the tensor cores, not the decode, set the
+// pace once N is large, and at small N the weight stream from HBM does.
+//
+// The k order: a quad lane t decodes Q4_0 block t of a 4-block stage, and the 16 k slots of one
+// step follow the nibbles (q4_0_fragment.h, block_value), so the activations are repacked once
+// per call into that order (pack_kernel): within each stage of 128 inputs, step s = 2q + hi holds
+// 16 fp16 values, slot 2t + e = value block_value(q, hi, 0, e) of block t and slot 8 + 2t + e =
+// value block_value(q, hi, 1, e). Then wgmma's B for step s is 32 contiguous bytes of each row,
+// and a stage of a row is 256 bytes: two 128-byte swizzle atoms of 4 steps each.
+//
+// A thread block (2 warpgroups, 256 threads) owns 128 outputs and one tile of N rows, and walks
+// its share of n_in in stages of 128 inputs through a ring of shared-memory stages filled by
+// cp.async (weights: nibbles + scales; activations: written to their swizzled chunk). Per stage
+// and warp: 8 decodes of a nibble word, then the warpgroup issues 8 wgmma (one per step) and
+// waits for them before the next stage's barrier, which also retires the ring slot they read.
+// Small n_out leaves multiprocessors idle, so as in the mma.sync kernel up to 8 blocks split
+// n_in as a thread-block cluster and add their partial tiles in rank order through distributed
+// shared memory: no workspace, no atomics, a fixed order of additions.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
+#include "backend/gpu/kernels/mma_sm80.h"
+#include "backend/gpu/kernels/q4_0_fragment.h"
+#include "backend/gpu/kernels/wgmma_sm90.h"
+#include "backend/gpu/platform/device_limits.h"
+#include "backend/gpu/platform/gpu_status.h"
+
+#if !defined(NOVASERVE_GPU_HIP)
+#include <cooperative_groups.h>
+#endif
+
+namespace novaserve::gpu {
+
+#if defined(NOVASERVE_GPU_HIP)
+
+// No wgmma on AMD: callers use the GEMV or another GEMM.
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_rows) {
+  return Err(ErrorCode::kUnsupported, "gpu::gemm_q4_0_wgmma: CUDA sm_90a only (wgmma)");
+}
+
+bool gemm_q4_0_wgmma_supported(const WeightMatrix& w, int64_t n_rows) {
+  return false;
+}
+
+bool gemm_q4_0_wgmma_takes_shape(int64_t n_in, int64_t n_out) {
+  return false;
+}
+
+size_t gemm_q4_0_wgmma_scratch_bytes(int64_t n_rows, int64_t n_in) {
+  return 0;
+}
+
+Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+                       __half* scratch, cudaStream_t stream, bool accumulate) {
+  return Err(ErrorCode::kUnsupported, "gpu::gemm_q4_0_wgmma: CUDA sm_90a only (wgmma)");
+}
+
+#else
+
+namespace {
+
+using namespace q4_0_fragment;  // NOLINT(google-build-using-namespace): this file's vocabulary
+
+constexpr int kThreads = 256;  // two warpgroups
+constexpr int kOuts = 128;     // outputs per thread block: 64 per warpgroup
+constexpr int kBlocksPerStage = 4;
+constexpr int kStageK = kBlocksPerStage * kBlockValues;
+static_assert(kStageK == kGemmQ4_0WgmmaInMultiple);
+constexpr int kSteps = kStageK / 16;  // k16 steps per stage
+constexpr int kWNibBytes = kOuts * kBlocksPerStage * kNibbleBytes;
+constexpr int kWBytes = kWNibBytes + kOuts * kBlocksPerStage * 2;  // nibbles, then scales
+constexpr int kMaxSplits = 8;                                      // the portable cluster size
+constexpr int kMinStagesPerSplit = 2;
+constexpr int kRingBudget = 210 * 1024;  // shared memory for the ring (227 KB per block at most)
+constexpr int kMaxTileRows = 128;
+
+// Shared-memory layout of one tile size (kN rows). A stage: the activations' two swizzle atoms
+// ([kN rows][128 bytes] each), then the weights; every stage starts 1024-byte aligned.
+template <int kN>
+struct Tile {
+  static constexpr int kAtomBytes = kN * 128;
+  static constexpr int kXBytes = 2 * kAtomBytes;
+  static constexpr int kStageBytes = kXBytes + kWBytes;
+  static constexpr int kStages = std::min(6, kRingBudget / kStageBytes);
+  static constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + the alignment slack
+  static constexpr int kAcc = kN / 2;  // f32 accumulators per thread (64 x kN per warpgroup)
+  static_assert(kStageBytes % 1024 == 0, "stages must keep the atoms 1024-byte aligned");
+  static_assert(kStages >= 3, "the ring needs a stage in flight beside the two in use");
+  static_assert(kAcc * kThreads * 4 <= kStages * kStageBytes, "partials reuse the ring");
+};
+
+// ---- Activations: f32 rows -> fp16 in the fragments' k order --------------------------------
+
+// One thread per (row, stage, step): reads the 4 consecutive values of the step from each of the
+// stage's 4 blocks (one float4 each) and writes the step's 16 slots (two 16-byte stores).
+__global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows, int64_t n_in,
+                            __half* out) {
+  const int64_t steps_per_row = n_in / 16;
+  const int64_t total = padded_rows * steps_per_row;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / steps_per_row;
+    const int64_t step = i % steps_per_row;  // stage * kSteps + s
+    const int64_t stage = step / kSteps;
+    const int s = static_cast<int>(step % kSteps);
+    const int q = s / 2, hi = s % 2;
+    uint32_t pair0[4], pair1[4];  // slots 2t, 2t + 1 and 8 + 2t, 8 + 2t + 1 of block t
+#pragma unroll
+    for (int t = 0; t < kBlocksPerStage; ++t) {
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (row < n_rows) {
+        v = *reinterpret_cast<const float4*>(x + row * n_in + stage * kStageK + t * kBlockValues +
+                                             block_value(q, hi, 0, 0));
+      }
+      pair0[t] = as_u32(__floats2half2_rn(v.x, v.z));  // values +0, +2
+      pair1[t] = as_u32(__floats2half2_rn(v.y, v.w));  // values +1, +3
+    }
+    auto* dst = reinterpret_cast<uint4*>(out + row * n_in + step * 16);
+    dst[0] = make_uint4(pair0[0], pair0[1], pair0[2], pair0[3]);
+    dst[1] = make_uint4(pair1[0], pair1[1], pair1[2], pair1[3]);
+  }
+}
+
+// ---- The GEMM ---------------------------------------------------------------------------------
+
+// y = x W^T for rows tile blockIdx.x of kN rows (< n_rows stored), n_in range split blockIdx.y of
+// gridDim.y (a cluster along y when > 1), output tile blockIdx.z (kOuts outputs).
+template <int kN>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_q4_0_wgmma_kernel(const uint8_t* w, int64_t n_in, int64_t n_out, const __half* xp,
+                           int n_rows, float* y, bool accumulate) {
+#if defined(NOVASERVE_GPU_HAS_WGMMA)
+  using T = Tile<kN>;
+  extern __shared__ uint8_t smem_raw[];
+  const auto raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t pad = (1024u - (raw_addr & 1023u)) & 1023u;
+  uint8_t* const smem = smem_raw + pad;
+  const uint32_t smem_addr = raw_addr + pad;
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % 32, warp = tid / 32;
+  const int wg = warp / 4, wq = warp % 4;  // warpgroup, warp within it
+  const int g = lane / 4, t = lane % 4;
+  const int64_t n_blocks = n_in / kBlockValues;
+  const int64_t o0 = static_cast<int64_t>(blockIdx.z) * kOuts;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kN;
+  const int64_t n_k = n_in / kStageK;
+  const int splits = static_cast<int>(gridDim.y);
+  const int64_t st0 = blockIdx.y * n_k / splits;
+  const int n_st = static_cast<int>((blockIdx.y + 1) * n_k / splits - st0);  // >= 1 by the plan
+
+  // Weight copies: thread tid copies the same rows in every stage (4 threads a row's 64 nibble
+  // bytes, one thread a row's 4 scales). Rows past n_out copy row n_out - 1 (not stored).
+  constexpr int kNibCopies = kOuts * kBlocksPerStage / kThreads;
+  static_assert(kNibCopies * kThreads == kOuts * kBlocksPerStage);
+  const auto clamp_out = [&](int row) { return o0 + row < n_out ? o0 + row : n_out - 1; };
+  const uint8_t* nib_src[kNibCopies];
+  int nib_dst[kNibCopies];
+#pragma unroll
+  for (int it = 0; it < kNibCopies; ++it) {
+    const int c = tid + it * kThreads;
+    const int row = c / kBlocksPerStage, b = c % kBlocksPerStage;
+    nib_src[it] = block_nibbles(w, n_blocks, clamp_out(row), st0 * kBlocksPerStage + b);
+    nib_dst[it] = T::kXBytes + (row * kBlocksPerStage + b) * kNibbleBytes;
+  }
+  const uint8_t* scale_src = block_scale(w, n_out, n_blocks, clamp_out(tid), st0 * kBlocksPerStage);
+  const int scale_dst = T::kXBytes + kWNibBytes + tid * kBlocksPerStage * 2;
+  // Activation copies: a stage is kN rows x 16 chunks of 16 bytes (8 per swizzle atom); chunk c
+  // of row r of atom a lands at chunk c ^ (r % 8) of that row (the 128-byte swizzle).
+  constexpr int kXChunks = kN * 16;
+  constexpr int kXCopies = (kXChunks + kThreads - 1) / kThreads;
+  const __half* x_src[kXCopies];
+  int x_dst[kXCopies];
+#pragma unroll
+  for (int it = 0; it < kXCopies; ++it) {
+    const int c = tid + it * kThreads;
+    const int r = c / 16, a = (c % 16) / 8, ch = c % 8;
+    x_src[it] = xp + (r0 + r) * n_in + st0 * kStageK + a * 64 + ch * 8;
+    x_dst[it] = a * T::kAtomBytes + r * 128 + ((ch ^ (r % 8)) * 16);
+  }
+  const auto issue = [&](int s, int slot) {
+    uint8_t* dst = smem + slot * T::kStageBytes;
+#pragma unroll
+    for (int it = 0; it < kNibCopies; ++it) {
+      cp_async_16(dst + nib_dst[it], nib_src[it] + s * kBlocksPerStage * kNibbleBytes);
+    }
+    if (tid < kOuts) cp_async_8(dst + scale_dst, scale_src + s * kBlocksPerStage * 2);
+#pragma unroll
+    for (int it = 0; it < kXCopies; ++it) {
+      if (kXChunks % kThreads == 0 || tid + it * kThreads < kXChunks) {
+        cp_async_16(dst + x_dst[it], x_src[it] + s * kStageK);
+      }
+    }
+  };
+
+  float acc[T::kAcc];
+#pragma unroll
+  for (int i = 0; i < T::kAcc; ++i) acc[i] = 0.0f;
+
+    // Prologue: kStages - 1 stages in flight (empty groups past the end keep the count uniform).
+#pragma unroll
+  for (int s = 0; s < T::kStages - 1; ++s) {
+    if (s < n_st) issue(s, s);
+    cp_async_commit();
+  }
+
+  const int row_in_block = wg * 64 + wq * 16 + g;  // this thread's A rows: it and it + 8
+  for (int s = 0; s < n_st; ++s) {
+    // Stage s has landed for this thread; the fence hands its writes to wgmma's async proxy and
+    // the barrier publishes everyone's. Every warpgroup waited for its stage s - 1 wgmma before
+    // the barrier, so the ring slot of stage s - 1 can take stage s + kStages - 1.
+    cp_async_wait<T::kStages - 2>();
+    fence_proxy_async_shared();
+    __syncthreads();
+    if (s + T::kStages - 1 < n_st) issue(s + T::kStages - 1, (s + T::kStages - 1) % T::kStages);
+    cp_async_commit();
+
+    const int slot = s % T::kStages;
+    const uint8_t* ws = smem + slot * T::kStageBytes + T::kXBytes;
+    const uint32_t xs_addr = smem_addr + slot * T::kStageBytes;
+    uint32_t nib[2][4];
+    __half2 scale[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row_in_block + 8 * h;
+      const uint4 v =
+          *reinterpret_cast<const uint4*>(ws + (row * kBlocksPerStage + t) * kNibbleBytes);
+      nib[h][0] = v.x, nib[h][1] = v.y, nib[h][2] = v.z, nib[h][3] = v.w;
+      const __half d = __ushort_as_half(*reinterpret_cast<const unsigned short*>(
+          ws + kWNibBytes + (row * kBlocksPerStage + t) * 2));
+      scale[h] = __halves2half2(d, d);
+    }
+    uint32_t a[kSteps][4];  // step 2q + hi
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      uint32_t lo[2][2], hi[2][2];  // [row g, g+8][pair]
+      dequant_word(nib[0][q], scale[0], lo[0], hi[0]);
+      dequant_word(nib[1][q], scale[1], lo[1], hi[1]);
+      a[2 * q][0] = lo[0][0], a[2 * q][1] = lo[1][0], a[2 * q][2] = lo[0][1];
+      a[2 * q][3] = lo[1][1];
+      a[2 * q + 1][0] = hi[0][0], a[2 * q + 1][1] = hi[1][0], a[2 * q + 1][2] = hi[0][1];
+      a[2 * q + 1][3] = hi[1][1];
+    }
+    wgmma_fence_operands(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int st = 0; st < kSteps; ++st) {
+      const uint32_t addr = xs_addr + (st / 4) * T::kAtomBytes + (st % 4) * 32;
+      wgmma_f16_areg<kN>(acc, a[st], wgmma_desc_k128b(addr));
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operands(acc);
+  }
+
+  // Accumulator e holds output o0 + row_in_block + 8 * ((e / 2) % 2) of row r0 + 8 * (e / 4) +
+  // 2t + e % 2.
+  const auto store = [&](int e, float v) {
+    const int64_t o = o0 + row_in_block + 8 * ((e / 2) % 2);
+    const int64_t row = r0 + 8 * (e / 4) + 2 * t + e % 2;
+    if (row < n_rows && o < n_out) {
+      float* dst = y + row * n_out + o;
+      *dst = accumulate ? __fadd_rn(*dst, v) : v;
+    }
+  };
+  if (splits == 1) {
+#pragma unroll
+    for (int e = 0; e < T::kAcc; ++e) store(e, acc[e]);
+    return;
+  }
+  // Split-K: partials to this block's shared memory (only empty copy groups can be pending), then
+  // rank r of the cluster sums accumulators e = r, r + splits, ... over ranks 0..splits-1 in order.
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+  __syncthreads();
+  auto* part = reinterpret_cast<float*>(smem);  // [kAcc][kThreads]
+#pragma unroll
+  for (int e = 0; e < T::kAcc; ++e) part[e * kThreads + tid] = acc[e];
+  cluster.sync();
+  for (int e = static_cast<int>(cluster.block_rank()); e < T::kAcc; e += splits) {
+    float* mine = part + e * kThreads + tid;
+    float sum = *cluster.map_shared_rank(mine, 0);
+    for (int r = 1; r < splits; ++r) sum = __fadd_rn(sum, *cluster.map_shared_rank(mine, r));
+    store(e, sum);
+  }
+  cluster.sync();  // peers may still be reading this block's partials
+#else
+  __trap();  // the plan refuses builds without sm_90a code
+#endif
+}
+
+template <int kN>
+Status launch(const GemmQ4_0WgmmaPlan& plan, const WeightMatrix& w, const __half* xp, int n_rows,
+              float* y, bool accumulate, cudaStream_t stream) {
+  auto* kernel = gemm_q4_0_wgmma_kernel<kN>;
+  static const cudaError_t smem_set = set_max_dynamic_shared_bytes(kernel, Tile<kN>::kSmemBytes);
+  NOVASERVE_RETURN_IF_ERROR(gpu_status(smem_set, "gemm_q4_0_wgmma_kernel shared memory limit"));
+  cudaLaunchConfig_t config = {};
+  // Row tiles vary fastest, so the blocks that read the same weights run together and the
+  // weights stream from HBM about once (the activations of a prefill fit the L2).
+  config.gridDim = dim3(static_cast<unsigned>(plan.row_tiles), static_cast<unsigned>(plan.k_splits),
+                        static_cast<unsigned>(plan.out_tiles));
+  config.blockDim = dim3(kThreads);
+  config.dynamicSmemBytes = Tile<kN>::kSmemBytes;
+  config.stream = stream;
+  cudaLaunchAttribute cluster = {};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = static_cast<unsigned>(plan.k_splits);
+  cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = plan.k_splits > 1 ? 1 : 0;
+  return gpu_status(cudaLaunchKernelEx(&config, kernel, static_cast<const uint8_t*>(w.data), w.n_in,
+                                       w.n_out, xp, n_rows, y, accumulate),
+                    "gemm_q4_0_wgmma_kernel");
+}
+
+Status pack(const float* x, int64_t n_rows, int64_t padded, int64_t n_in, __half* out,
+            cudaStream_t stream) {
+  constexpr int kPackThreads = 256;
+  const int64_t want = (padded * (n_in / 16) + kPackThreads - 1) / kPackThreads;
+  const auto blocks = static_cast<unsigned>(std::min(want, int64_t{65535}));
+  // A launch config rather than <<<>>>: clang-format splits the chevrons in this file's #else
+  // branch.
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(kPackThreads);
+  config.stream = stream;
+  return gpu_status(cudaLaunchKernelEx(&config, pack_kernel, x, n_rows, padded, n_in, out),
+                    "gemm_q4_0_wgmma pack_kernel");
+}
+
+int64_t tile_rows_for(int64_t n_rows) {
+  for (int64_t t : {8, 16, 32, 64}) {
+    if (n_rows <= t) return t;
+  }
+  return kMaxTileRows;
+}
+
+template <int kN>
+void tile_limits(GemmQ4_0WgmmaPlan& p) {
+  p.stages = Tile<kN>::kStages;
+  p.smem_bytes = Tile<kN>::kSmemBytes;
+}
+
+}  // namespace
+
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_rows) {
+#if !defined(NOVASERVE_GPU_SM90A)
+  return Err(ErrorCode::kUnsupported,
+             "gpu::gemm_q4_0_wgmma: this build has no sm_90a code (CMAKE_CUDA_ARCHITECTURES 90a)");
+#endif
+  if (w.type != GgmlType::kQ4_0) {
+    return Err(ErrorCode::kUnsupported,
+               "gpu::gemm_q4_0_wgmma: weights must be Q4_0 (split layout)");
+  }
+  if (n_rows < 1) {
+    return Err(ErrorCode::kInvalidInput,
+               "gpu::gemm_q4_0_wgmma: n_rows " + std::to_string(n_rows) + " < 1");
+  }
+  if (w.n_in <= 0 || w.n_in % kGemmQ4_0WgmmaInMultiple != 0 || w.n_out < 1) {
+    return Err(ErrorCode::kInvalidInput,
+               "gpu::gemm_q4_0_wgmma: needs n_in a positive multiple of 128 and n_out >= 1 (got " +
+                   std::to_string(w.n_in) + " x " + std::to_string(w.n_out) + ")");
+  }
+  if (!aligned16(w.data)) {
+    return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: weights must be 16-byte aligned");
+  }
+  auto limits = current_device_limits();
+  if (!limits.ok()) return limits.error();
+  if (limits->cc_major != 9 || limits->cc_minor != 0) {
+    return Err(ErrorCode::kUnsupported,
+               "gpu::gemm_q4_0_wgmma: needs compute capability 9.0 (sm_90a code)");
+  }
+  GemmQ4_0WgmmaPlan plan;
+  plan.tile_rows = tile_rows_for(n_rows);
+  plan.row_tiles = (n_rows + plan.tile_rows - 1) / plan.tile_rows;
+  plan.padded_rows = plan.row_tiles * plan.tile_rows;
+  plan.out_tiles = (w.n_out + kOuts - 1) / kOuts;
+  if (plan.out_tiles > 65535) {  // the grid's z extent
+    return Err(ErrorCode::kInvalidInput,
+               "gpu::gemm_q4_0_wgmma: n_out " + std::to_string(w.n_out) + " exceeds 65535 x 128");
+  }
+  // As in gemm_q4_0_mma_plan: split n_in while the output tiles leave multiprocessors idle,
+  // keeping kMinStagesPerSplit stages per split and one wave within 7/8 of the multiprocessors
+  // (clusters must fit in one GPC).
+  const int64_t n_k = w.n_in / kStageK;
+  const int64_t block_budget = limits->n_sms - limits->n_sms / 8;
+  const int64_t splits =
+      std::min<int64_t>({kMaxSplits, block_budget / plan.out_tiles, n_k / kMinStagesPerSplit});
+  plan.k_splits = static_cast<int>(std::max<int64_t>(splits, 1));
+  switch (plan.tile_rows) {
+    case 8:
+      tile_limits<8>(plan);
+      break;
+    case 16:
+      tile_limits<16>(plan);
+      break;
+    case 32:
+      tile_limits<32>(plan);
+      break;
+    case 64:
+      tile_limits<64>(plan);
+      break;
+    default:
+      tile_limits<128>(plan);
+  }
+  if (plan.smem_bytes > static_cast<size_t>(limits->smem_optin)) {
+    return Err(ErrorCode::kUnsupported,
+               "gpu::gemm_q4_0_wgmma: needs " + std::to_string(plan.smem_bytes) +
+                   " bytes of shared memory per block, the device allows " +
+                   std::to_string(limits->smem_optin));
+  }
+  return plan;
+}
+
+bool gemm_q4_0_wgmma_supported(const WeightMatrix& w, int64_t n_rows) {
+  return gemm_q4_0_wgmma_plan(w, n_rows).ok();
+}
+
+bool gemm_q4_0_wgmma_takes_shape(int64_t n_in, int64_t n_out) {
+  alignas(16) static const uint8_t kAligned[16] = {};  // a stand-in pointer for the plan
+  const WeightMatrix probe{kAligned, GgmlType::kQ4_0, n_in, n_out};
+  // The plan depends on n_rows only through the tile size, whose shared memory is largest at
+  // the largest tile: if that fits, every row count does.
+  return gemm_q4_0_wgmma_plan(probe, kMaxTileRows).ok();
+}
+
+size_t gemm_q4_0_wgmma_scratch_bytes(int64_t n_rows, int64_t n_in) {
+  if (n_rows < 1 || n_in < 1) return 0;
+  const int64_t tile = tile_rows_for(n_rows);
+  const int64_t padded = (n_rows + tile - 1) / tile * tile;
+  return static_cast<size_t>(padded * n_in) * sizeof(__half);
+}
+
+Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+                       __half* scratch, cudaStream_t stream, bool accumulate) {
+  if (n_rows == 0) return {};
+  const auto plan = gemm_q4_0_wgmma_plan(w, n_rows);
+  if (!plan.ok()) return plan.error();
+  if (w.data == nullptr || x == nullptr || y == nullptr || scratch == nullptr || !aligned16(x) ||
+      !aligned16(scratch)) {
+    return Err(ErrorCode::kInvalidInput,
+               "gpu::gemm_q4_0_wgmma: weights, x, y and scratch must be non-null, x and scratch "
+               "16-byte aligned");
+  }
+  const GemmQ4_0WgmmaPlan& p = plan.value();
+  NOVASERVE_RETURN_IF_ERROR(pack(x, n_rows, p.padded_rows, w.n_in, scratch, stream));
+  const int rows = static_cast<int>(n_rows);
+  switch (p.tile_rows) {
+    case 8:
+      return launch<8>(p, w, scratch, rows, y, accumulate, stream);
+    case 16:
+      return launch<16>(p, w, scratch, rows, y, accumulate, stream);
+    case 32:
+      return launch<32>(p, w, scratch, rows, y, accumulate, stream);
+    case 64:
+      return launch<64>(p, w, scratch, rows, y, accumulate, stream);
+    default:
+      return launch<128>(p, w, scratch, rows, y, accumulate, stream);
+  }
+}
+
+#endif  // NOVASERVE_GPU_HIP
+
+}  // namespace novaserve::gpu

@@ -1,0 +1,249 @@
+// Tests of the Hopper W4A16 GEMM (gpu::gemm_q4_0_wgmma, gemm_q4_0_wgmma_gpu.cu) against the CPU
+// matmul at every row-tile size (8 to 128 rows, and several tiles), plus its determinism, row
+// independence and batch invariance, graph replay, argument checks, and a timing report on
+// Llama-3-8B shapes against cuBLAS on fp16 weights and the mma.sync kernel (printed, not
+// asserted). The references and the timing loop: q4_0_gemm_harness.h.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/gpu/kernels/gemm_q4_0_mma.h"
+#include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
+#include "q4_0_gemm_harness.h"
+#if defined(NOVASERVE_GPU_HAS_BLAS)
+#include "backend/gpu/dispatch/gpu_blas.h"
+#endif
+
+namespace novaserve::gpu {
+namespace {
+
+using test::DeviceBuffer;
+using test::first_rows;
+using test::nmse;
+using test::Q4GemmCase;
+using test::random_floats;
+using test::same_bits;
+
+// Every tile size (8, 16, 32, 64, 128 rows), their edges, and two and three 128-row tiles.
+constexpr int64_t kRowCounts[] = {1, 8, 9, 16, 17, 32, 33, 64, 65, 100, 128, 129, 272};
+constexpr int64_t kMaxRows = 272;
+
+std::string plan_text(const GemmQ4_0WgmmaPlan& p) {
+  return std::to_string(p.out_tiles) + " tiles of 128 outputs x " + std::to_string(p.k_splits) +
+         " k-splits x " + std::to_string(p.row_tiles) + " row tiles of " +
+         std::to_string(p.tile_rows) + ", " + std::to_string(p.stages) + " stages, " +
+         std::to_string(p.smem_bytes / 1024) + " KiB smem";
+}
+
+class GemmQ4_0WgmmaTest : public test::GpuTest {
+ protected:
+  void SetUp() override {
+    test::GpuTest::SetUp();
+    if (IsSkipped()) return;
+    const WeightMatrix probe{nullptr, GgmlType::kQ4_0, 4096, 4096};
+    const auto plan = gemm_q4_0_wgmma_plan(probe, 32);
+    if (!plan.ok() && plan.error().code == ErrorCode::kUnsupported) {
+      GTEST_SKIP() << "gemm_q4_0_wgmma is not available here: " << plan.error().message;
+    }
+  }
+
+  // y for the first n_rows rows of x_host.
+  std::vector<float> run(const WeightMatrix& wm, const std::vector<float>& x_host, int64_t n_rows) {
+    DeviceBuffer<float> d_x(x_host), d_y(static_cast<size_t>(n_rows * wm.n_out));
+    DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(n_rows, wm.n_in) / 2);
+    const Status st = gemm_q4_0_wgmma(wm, d_x.get(), n_rows, d_y.get(), scratch.get(), stream_);
+    EXPECT_TRUE(st.ok()) << st.error().message;
+    sync();
+    return d_y.download();
+  }
+};
+
+TEST_F(GemmQ4_0WgmmaTest, MatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(0);
+  // (n_in, n_out): one-stage and odd-sized matrices, K/V, Q/O and FFN-down shapes (split-K
+  // clusters), an FFN-up shape and a many-tile one.
+  const std::pair<int64_t, int64_t> shapes[] = {{128, 1},      {256, 37},     {384, 577},
+                                                {1536, 300},   {4096, 1024},  {4096, 4096},
+                                                {14336, 4096}, {4096, 14336}, {512, 40000}};
+  for (auto [n_in, n_out] : shapes) {
+    SCOPED_TRACE(::testing::Message() << "[" << n_in << " -> " << n_out << "]");
+    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, kMaxRows, rng_, pool, stream_);
+    const WeightMatrix wm{c.split->get(), GgmlType::kQ4_0, n_in, n_out};
+    const auto plan = gemm_q4_0_wgmma_plan(wm, kMaxRows);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+
+    const auto all = run(wm, c.x, kMaxRows);
+    double worst32 = 0.0, worst16 = 0.0;
+    for (int64_t rows : kRowCounts) {
+      SCOPED_TRACE(::testing::Message() << "rows " << rows);
+      const auto got = rows == kMaxRows ? all : run(wm, first_rows(c.x, rows, n_in), rows);
+      const double e32 = nmse(got, first_rows(c.ref32, rows, n_out));
+      const double e16 = nmse(got, first_rows(c.ref16, rows, n_out));
+      // Over a handful of values the NMSE is one dot product's relative error, which
+      // cancellation can inflate past any fixed bound; the fp16-rounded reference checks those
+      // results tightly.
+      if (rows * n_out >= 32) EXPECT_LT(e32, test::kQ4GemmF32RefNmse);
+      EXPECT_LT(e16, test::kQ4GemmF16RefNmse);
+      worst32 = std::max(worst32, e32), worst16 = std::max(worst16, e16);
+      // Batch invariance: the same bits as these rows inside the largest call.
+      EXPECT_TRUE(same_bits(got, first_rows(all, rows, n_out)))
+          << "a row's result changed with the number of rows in the call";
+    }
+    EXPECT_TRUE(same_bits(run(wm, c.x, kMaxRows), all)) << "two launches differ";
+    // Row independence: row 5's and row 200's bits do not depend on the other rows' values.
+    auto other = random_floats(c.x.size(), rng_, 3.0f);
+    for (int64_t r : {5, 200}) {
+      std::copy(c.x.begin() + r * n_in, c.x.begin() + (r + 1) * n_in, other.begin() + r * n_in);
+    }
+    const auto mixed = run(wm, other, kMaxRows);
+    for (int64_t r : {5, 200}) {
+      EXPECT_EQ(0, std::memcmp(mixed.data() + r * n_out, all.data() + r * n_out,
+                               static_cast<size_t>(n_out) * sizeof(float)))
+          << "row " << r << " changed when the other rows changed";
+    }
+    std::printf("gemm_q4_0_wgmma [%lld -> %lld] %s: NMSE vs f32 %.2e, vs fp16-rounded %.2e\n",
+                static_cast<long long>(n_in), static_cast<long long>(n_out),
+                plan_text(plan.value()).c_str(), worst32, worst16);
+  }
+}
+
+TEST_F(GemmQ4_0WgmmaTest, GraphReplayEqualsEagerLaunch) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(0);
+  const int64_t n_in = 4096, n_out = 1024, rows = 40;  // split-K through a cluster
+  const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, rows, rng_, pool, stream_);
+  const WeightMatrix wm{c.split->get(), GgmlType::kQ4_0, n_in, n_out};
+  DeviceBuffer<float> d_x(c.x), d_eager(rows * n_out), d_graph(rows * n_out);
+  DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(rows, n_in) / 2);
+  ASSERT_TRUE(gemm_q4_0_wgmma(wm, d_x.get(), rows, d_eager.get(), scratch.get(), stream_).ok());
+  sync();
+
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const Status st = gemm_q4_0_wgmma(wm, d_x.get(), rows, d_graph.get(), scratch.get(), stream_);
+  ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  ASSERT_EQ(graph_instantiate(&exec, graph), cudaSuccess);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
+  sync();
+  EXPECT_TRUE(same_bits(d_graph.download(), d_eager.download()));
+  EXPECT_LT(nmse(d_graph.download(), c.ref32), test::kQ4GemmF32RefNmse);
+  (void)cudaGraphExecDestroy(exec);
+  (void)cudaGraphDestroy(graph);
+}
+
+TEST_F(GemmQ4_0WgmmaTest, RejectsBadArguments) {
+  DeviceBuffer<uint8_t> d_w(4096 * 18);
+  DeviceBuffer<float> d_x(65 * 128), d_y(65 * 64);
+  DeviceBuffer<__half> scratch(128 * 128);
+  const WeightMatrix ok{d_w.get(), GgmlType::kQ4_0, 128, 64};
+  EXPECT_TRUE(gemm_q4_0_wgmma(ok, d_x.get(), 0, d_y.get(), scratch.get(), stream_).ok());
+  const auto code = [&](const WeightMatrix& wm, const float* x, int64_t rows, __half* s) {
+    const Status st = gemm_q4_0_wgmma(wm, x, rows, d_y.get(), s, stream_);
+    return st.ok() ? std::string("ok") : st.error().message;
+  };
+  EXPECT_EQ(gemm_q4_0_wgmma(WeightMatrix{d_w.get(), GgmlType::kQ8_0, 128, 64}, d_x.get(), 9,
+                            d_y.get(), scratch.get(), stream_)
+                .error()
+                .code,
+            ErrorCode::kUnsupported);
+  EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_0, 96, 64}, d_x.get(), 9, scratch.get()),
+            "ok");
+  EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_0, 128, 0}, d_x.get(), 9, scratch.get()),
+            "ok");
+  EXPECT_NE(
+      code(WeightMatrix{d_w.get() + 2, GgmlType::kQ4_0, 128, 64}, d_x.get(), 9, scratch.get()),
+      "ok");
+  EXPECT_NE(code(ok, d_x.get() + 1, 9, scratch.get()), "ok");  // misaligned activations
+  EXPECT_NE(code(ok, d_x.get(), 9, nullptr), "ok");
+  EXPECT_NE(code(ok, d_x.get(), -1, scratch.get()), "ok");
+  sync();
+}
+
+// ---- Timing (printed only) --------------------------------------------------------------------
+
+TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
+  struct Shape {
+    const char* name;
+    int64_t n_in, n_out;
+    int per_step;  // matrices of this shape per forward step (32 layers)
+  };
+  const Shape shapes[] = {{"q/o", 4096, 4096, 64},
+                          {"k/v", 4096, 1024, 64},
+                          {"gate/up", 4096, 14336, 64},
+                          {"down", 14336, 4096, 32}};
+#if defined(NOVASERVE_GPU_HAS_BLAS)
+  auto blas = GpuBlas::create(stream_);
+  ASSERT_TRUE(blas.ok()) << blas.error().message;
+  DeviceBuffer<uint8_t> blas_ws(size_t{32} << 20);
+  ASSERT_TRUE((*blas)->set_workspace(blas_ws.get(), blas_ws.size()).ok());
+#endif
+  for (int64_t m : {8, 16, 32, 64, 128, 256, 512, 2048}) {
+    double step_wg = 0.0, step_mma = 0.0, step_blas = 0.0;
+    for (const Shape& s : shapes) {
+      const int64_t q4_bytes = s.n_out * (s.n_in / 32) * 18;
+      const int64_t n_copies = test::cold_copies_for(q4_bytes);
+      // Any bytes are valid split Q4_0; 0x3c makes every scale 1.06 and every value finite.
+      DeviceBuffer<uint8_t> d_w(static_cast<size_t>(n_copies * q4_bytes));
+      ASSERT_EQ(cudaMemset(d_w.get(), 0x3c, d_w.size()), cudaSuccess);
+      DeviceBuffer<float> d_x(random_floats(static_cast<size_t>(m * s.n_in), rng_));
+      DeviceBuffer<float> d_y(static_cast<size_t>(m * s.n_out));
+      DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(m, s.n_in) / 2);
+      const auto matrix = [&](int64_t copy) {
+        return WeightMatrix{d_w.get() + copy * q4_bytes, GgmlType::kQ4_0, s.n_in, s.n_out};
+      };
+      const auto plan = gemm_q4_0_wgmma_plan(matrix(0), m);
+      ASSERT_TRUE(plan.ok()) << plan.error().message;
+      const double us = test::time_us(stream_, n_copies, [&](int64_t copy) {
+        EXPECT_TRUE(
+            gemm_q4_0_wgmma(matrix(copy), d_x.get(), m, d_y.get(), scratch.get(), stream_).ok());
+      });
+      step_wg += us * s.per_step;
+      const double flops = 2.0 * static_cast<double>(m * s.n_in * s.n_out);
+      std::printf(
+          "wgmma  M=%-4lld %-7s %5lld -> %-6lld %9.2f us %7.1f GB/s Q4_0 %6.1f TFLOP/s (%s)\n",
+          static_cast<long long>(m), s.name, static_cast<long long>(s.n_in),
+          static_cast<long long>(s.n_out), us, static_cast<double>(q4_bytes) / us * 1e-3,
+          flops / us * 1e-6, plan_text(plan.value()).c_str());
+      if (m <= kGemmQ4_0MmaMaxRows && gemm_q4_0_mma_supported(matrix(0), m)) {
+        const double mma_us = test::time_us(stream_, n_copies, [&](int64_t copy) {
+          EXPECT_TRUE(gemm_q4_0_mma(matrix(copy), d_x.get(), m, d_y.get(), stream_).ok());
+        });
+        step_mma += mma_us * s.per_step;
+        std::printf("mma    M=%-4lld %-7s %9.2f us\n", static_cast<long long>(m), s.name, mma_us);
+      }
+#if defined(NOVASERVE_GPU_HAS_BLAS)
+      const int64_t f16_bytes = s.n_out * s.n_in * 2;
+      const int64_t n_copies16 = test::cold_copies_for(f16_bytes);
+      DeviceBuffer<__half> d_w16(static_cast<size_t>(n_copies16 * s.n_out * s.n_in));
+      ASSERT_EQ(cudaMemset(d_w16.get(), 0x3c, static_cast<size_t>(n_copies16 * f16_bytes)),
+                cudaSuccess);
+      DeviceBuffer<__half> d_x16(static_cast<size_t>(m * s.n_in));
+      const double blas_us = test::time_us(stream_, n_copies16, [&](int64_t copy) {
+        EXPECT_TRUE(convert_f32_to_f16(d_x.get(), m * s.n_in, d_x16.get(), stream_).ok());
+        EXPECT_TRUE((*blas)
+                        ->gemm_f16_nt(m, s.n_out, s.n_in, d_x16.get(),
+                                      d_w16.get() + copy * s.n_out * s.n_in, d_y.get())
+                        .ok());
+      });
+      step_blas += blas_us * s.per_step;
+      std::printf("cuBLAS M=%-4lld %-7s %9.2f us %6.1f TFLOP/s (fp16 weights, x converted)\n",
+                  static_cast<long long>(m), s.name, blas_us, flops / blas_us * 1e-6);
+#endif
+    }
+    std::printf(
+        "Llama-3-8B matmuls per step at M=%lld (no head): wgmma %.3f ms, mma %.3f ms "
+        "(0: not run), cuBLAS f16 %.3f ms\n",
+        static_cast<long long>(m), step_wg * 1e-3, step_mma * 1e-3, step_blas * 1e-3);
+  }
+}
+
+}  // namespace
+}  // namespace novaserve::gpu
