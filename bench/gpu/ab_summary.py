@@ -32,8 +32,7 @@ def main():
         vals = {}
         for which in ("old", "new"):
             vals[which] = []
-            for run in (1, 2, 3):
-                p = out / f"ab-{which}-{run}-{kind}.json"
+            for p in sorted(out.glob(f"ab-{which}-*-{kind}.json")):
                 try:
                     vals[which].append(metric(p, prompt, key, pick))
                 except (OSError, KeyError, ValueError) as e:

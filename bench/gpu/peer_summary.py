@@ -6,8 +6,10 @@
       2048): decode tok/s after the 16-token prompt (llama-bench's tg128 starts from an empty
       context) and prefill tok/s of the last 2048-token prompt (pp2048, warm: the first one
       after start-up pays one-time costs). llama.cpp: OUTDIR/peer-bench-PRESET.md
-      (llama-bench -o md, -p 2048 -n 128): the t/s of its tg128 and pp2048 rows. Prints a table
-      with the ratio novaserve/llama.cpp.
+      (llama-bench -o md, -p 2048 -n 128): the t/s of its tg128 and pp2048 rows. Batch 32:
+      OUTDIR/bench-PRESET-b32.json's generation-phase tok/s (prompt 1024, 128 generated) against
+      OUTDIR/peer-batched-PRESET.log (llama-batched-bench -npp 1024 -ntg 128 -npl 32): the S_TG
+      t/s of its B = 32 row. Prints a table with the ratio novaserve/llama.cpp.
   peer_summary.py serve OUTDIR PRESET
       OUTDIR/loadgen-PRESET.json (novaserve) and OUTDIR/loadgen-peer-PRESET.json (llama-server),
       both `novaserve loadgen --find-max-qps` reports: the confirmed max QPS of each, the probes,
@@ -32,6 +34,26 @@ def novaserve_bench(out, preset):
         if r["prompt"] == 2048:
             got["pp2048"] = float(r["prefill_tok_s"])  # the last one wins
     return got
+
+
+def novaserve_b32(out, preset):
+    """{"b32": the generation-phase tok/s of run.sh's batch-32 bench (prompt 1024)}."""
+    rows = json.loads((out / f"bench-{preset}-b32.json").read_text())["results"]
+    return {"b32": float(rows[0]["decode_phase_tok_s"])}
+
+
+def llamacpp_batched(out, preset):
+    """{"b32": S_TG t/s} from llama-batched-bench's table row with B = 32."""
+    header = None
+    for line in (out / f"peer-batched-{preset}.log").read_text().splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if "S_TG t/s" in cells:
+            header = cells
+        elif header and len(cells) == len(header) and cells[header.index("B")] == "32":
+            return {"b32": float(cells[header.index("S_TG t/s")])}
+    return {}
 
 
 def llamacpp_bench(out, preset):
@@ -67,10 +89,13 @@ def ratio(a, b):
 
 def bench(out, preset):
     ns, lc = load(novaserve_bench, out, preset), load(llamacpp_bench, out, preset)
+    ns.update(load(novaserve_b32, out, preset))
+    lc.update(load(llamacpp_batched, out, preset))
     print(f"| {preset} Q4_0, same file | novaserve | llama.cpp | novaserve/llama.cpp |")
     print("|---|---|---|---|")
     for key, label in (("tg128", "decode batch 1, tg128 (tok/s)"),
-                       ("pp2048", "prefill pp2048 (tok/s)")):
+                       ("pp2048", "prefill pp2048 (tok/s)"),
+                       ("b32", "decode batch 32, generation phase (tok/s)")):
         a, b = ns.get(key), lc.get(key)
         print(f"| {label} | {fmt(a)} | {fmt(b)} | {ratio(a, b)} |")
 

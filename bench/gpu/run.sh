@@ -20,6 +20,10 @@
 #               "llama3-8b u15-lite-12b").
 # --no-tests    skips the GPU test binary (for a second call that only benchmarks or serves).
 # --tests-filter PATTERN  runs only the GPU tests gtest's --gtest_filter=PATTERN selects.
+# --energy      energy per generated token (bench/gpu/energy.py: NVML's energy counter, read only)
+#               on the first model of --models at batch 1 and 32, for novaserve and, with --peer,
+#               for llama.cpp: each benchmark run twice with more tokens generated the second
+#               time, J/token = the energy difference over the token difference (energy.log).
 # --overload QPS  for each model of --models: fin-qa, open loop at QPS for 60 s (QPS "auto": 1.5 x
 #               the max QPS that --serve found for that model, so give --serve too), against
 #               `novaserve serve --device cuda` with default flags and again with the seed's SLO
@@ -80,7 +84,8 @@
 #               point warm: the first one after start-up pays one-time costs and varies by +-4%)
 #               and at batch 32 (prompt 1024). ab-{old,new}-RUN-{b1,b32}.json and ab.md: the
 #               medians of decode b1, decode b32 and pp2048 per build and new/old
-#               (docs/benchmarks.md's A/B tables).
+#               (docs/benchmarks.md's A/B tables). AB_RUNS=N in the environment: N runs of each
+#               (default 3).
 # Synthesized files go to $TMPDIR and are deleted.
 #
 # Uses build-gpucarry/bin/gpu_op_test when present (built on the development machine by
@@ -97,7 +102,7 @@ usage() {
     "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
     "[--sweep-qps QPS] [--serve-start QPS] [--serve-max QPS] [--governor] [--ab OLD_BIN]" \
     "[--loadgen-timeout S] [--peer DIR] [--peer-serve-start QPS] [--peer-serve-max QPS]" \
-    "[--peer-only] [--pipeline] [--tests-filter PATTERN]" >&2
+    "[--peer-only] [--pipeline] [--tests-filter PATTERN] [--energy]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -113,6 +118,7 @@ BENCH=0
 SERVE=0
 TESTS=1
 TESTS_FILTER=
+ENERGY=0
 OVERLOAD_QPS=
 SEQS_SWEEP=
 SWEEP_QPS=120
@@ -135,6 +141,7 @@ while [ $# -gt 0 ]; do
     --bench) BENCH=1 ;;
     --serve) SERVE=1 ;;
     --no-tests) TESTS=0 ;;
+    --energy) ENERGY=1 ;;
     --tests-filter)
       [ $# -ge 2 ] || usage
       TESTS_FILTER=$2
@@ -419,6 +426,43 @@ overload_model() {  # overload_model PRESET: plain and SLO-aware servers at $OVE
     tail -n 14 "$OUT/overload-$name-$mode.log"
   done
 }
+# energy_model PRESET: the --energy stage (batch 1: 128 vs 512 generated after a 16-token prompt,
+# llama-bench tg-only; batch 32: 128 vs 256 generated after 1024-token prompts, as
+# llama-batched-bench npl 32). Model loading, prefill and warm-up are in both runs and cancel.
+energy_model() {
+  local name=$1 m="$scratch/$1.gguf" log="$OUT/energy.log" e="$ROOT/bench/gpu/energy.py"
+  ensure_model "$name"
+  for gen in 128 512; do
+    python3 "$e" run "$log" "novaserve-b1-$gen" -- timeout 200 "$NS" bench --device cuda \
+      --model "$m" --batch 1 --prompt 16 --gen $gen >>"$OUT/energy-runs.log" 2>&1
+  done
+  for gen in 128 256; do
+    python3 "$e" run "$log" "novaserve-b32-$gen" -- timeout 200 "$NS" bench --device cuda \
+      --model "$m" --batch 32 --prompt 1024 --gen $gen >>"$OUT/energy-runs.log" 2>&1
+  done
+  if [ -n "$PEER_DIR" ]; then
+    local lb=/tmp/lcpp-bin
+    [ -x $lb/llama-bench ] || tar -xzf "$PEER_TGZ" -C /tmp
+    for gen in 128 512; do
+      LD_LIBRARY_PATH=$lb:$LD_LIBRARY_PATH python3 "$e" run "$log" "llamacpp-b1-$gen" -- \
+        timeout 200 $lb/llama-bench -m "$m" -ngl 99 -fa 1 -p 0 -n $gen -r 1 \
+        >>"$OUT/energy-runs.log" 2>&1
+    done
+    for gen in 128 256; do
+      LD_LIBRARY_PATH=$lb:$LD_LIBRARY_PATH python3 "$e" run "$log" "llamacpp-b32-$gen" -- \
+        timeout 300 $lb/llama-batched-bench -m "$m" -ngl 99 -fa on -c 50000 -b 2048 -ub 512 \
+        -npp 1024 -ntg $gen -npl 32 >>"$OUT/energy-runs.log" 2>&1
+    done
+  fi
+  {
+    echo "# Energy per generated token, $name Q4_0 (energy.log; NVML energy counter, read only)"
+    for who in novaserve llamacpp; do
+      grep -q "^$who-b1-512 " "$log" 2>/dev/null || continue
+      python3 "$e" diff "$log" "$who-b1-128" "$who-b1-512" 384
+      python3 "$e" diff "$log" "$who-b32-128" "$who-b32-256" 4096
+    done
+  } | tee -a "$OUT/summary.md"
+}
 # The peer (--peer): llama.cpp on the same file, each stage under a timeout; never fatal.
 PEER_SH=${PEER_DIR:+$PEER_DIR/run-llamacpp.sh}
 PEER_TGZ=${PEER_DIR:+$PEER_DIR/llama.cpp-cuda-sm90.tgz}
@@ -427,8 +471,11 @@ peer_bench_model() {  # peer_bench_model PRESET: llama-bench pp2048 + tg128, the
   ensure_model "$name"
   timeout 300 bash "$PEER_SH" "$PEER_TGZ" bench "$m" >"$OUT/peer-bench-$name.md" \
     2>"$OUT/peer-bench-$name.log" || prc=$?
+  local brc=0
+  timeout 300 bash "$PEER_SH" "$PEER_TGZ" batched "$m" 32 >"$OUT/peer-batched-$name.log" 2>&1 ||
+    brc=$?
   {
-    echo "peer llama-bench $name Q4_0: exit $prc (peer-bench-$name.md)"
+    echo "peer llama-bench $name Q4_0: exit $prc (peer-bench-$name.md); llama-batched-bench npl 32: exit $brc"
     echo
     python3 "$ROOT/bench/gpu/peer_summary.py" bench "$OUT" "$name"
     echo
@@ -544,7 +591,7 @@ sweep_model() {  # sweep_model PRESET: fin-qa at SWEEP_QPS and a bench per --max
 ab_model() {  # ab_model PRESET: OLD_BIN and the carried build interleaved, three runs each
   local name=$1 m="$scratch/$1.gguf" run which bin
   ensure_model "$name"
-  for run in 1 2 3; do
+  for run in $(seq "${AB_RUNS:-3}"); do
     for which in old new; do
       bin=("$NS")
       if [ "$which" = old ]; then
@@ -651,6 +698,9 @@ if [ -n "$AB_OLD" ]; then
 fi
 if [ -n "$SEQS_SWEEP" ]; then
   sweep_model "${BENCH_MODELS%% *}"
+fi
+if [ $ENERGY -eq 1 ]; then
+  energy_model "${BENCH_MODELS%% *}"
 fi
 if [ $SERVE -eq 1 ]; then
   for name in $BENCH_MODELS; do

@@ -186,7 +186,7 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
   ASSERT_TRUE((*blas)->set_workspace(blas_ws.get(), blas_ws.size()).ok());
 #endif
   for (int64_t m : {8, 16, 32, 64, 128, 256, 512, 2048}) {
-    double step_wg = 0.0, step_mma = 0.0, step_blas = 0.0;
+    double step_wg = 0.0, step_mma = 0.0, step_blas = 0.0, step_deq = 0.0;
     for (const Shape& s : shapes) {
       const int64_t q4_bytes = s.n_out * (s.n_in / 32) * 18;
       const int64_t n_copies = test::cold_copies_for(q4_bytes);
@@ -236,12 +236,26 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
       step_blas += blas_us * s.per_step;
       std::printf("cuBLAS M=%-4lld %-7s %9.2f us %6.1f TFLOP/s (fp16 weights, x converted)\n",
                   static_cast<long long>(m), s.name, blas_us, flops / blas_us * 1e-6);
+      if (m >=
+          64) {  // BLAS on a transient fp16 copy decoded just before (GpuMatmul's kDequantBlas)
+        DeviceBuffer<__half> d_tmp(static_cast<size_t>(s.n_out * s.n_in));
+        const double deq_us = test::time_us(stream_, n_copies, [&](int64_t copy) {
+          EXPECT_TRUE(dequantize_q4_0_split_to_f16(matrix(copy), d_tmp.get(), stream_).ok());
+          EXPECT_TRUE(convert_f32_to_f16(d_x.get(), m * s.n_in, d_x16.get(), stream_).ok());
+          EXPECT_TRUE(
+              (*blas)->gemm_f16_nt(m, s.n_out, s.n_in, d_x16.get(), d_tmp.get(), d_y.get()).ok());
+        });
+        step_deq += deq_us * s.per_step;
+        std::printf("deq+BLAS M=%-4lld %-7s %9.2f us %6.1f TFLOP/s (transient fp16 copy)\n",
+                    static_cast<long long>(m), s.name, deq_us, flops / deq_us * 1e-6);
+      }
 #endif
     }
     std::printf(
-        "Llama-3-8B matmuls per step at M=%lld (no head): wgmma %.3f ms, mma %.3f ms "
-        "(0: not run), cuBLAS f16 %.3f ms\n",
-        static_cast<long long>(m), step_wg * 1e-3, step_mma * 1e-3, step_blas * 1e-3);
+        "Llama-3-8B matmuls per step at M=%lld (no head): wgmma %.3f ms, mma %.3f ms, "
+        "cuBLAS f16 %.3f ms, dequant + cuBLAS %.3f ms (0: not run)\n",
+        static_cast<long long>(m), step_wg * 1e-3, step_mma * 1e-3, step_blas * 1e-3,
+        step_deq * 1e-3);
   }
 }
 

@@ -44,6 +44,11 @@ Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_MAX_ROWS"); env != nullptr) {
     m->wgmma_max_rows_ = std::strtoll(env, nullptr, 10);
   }
+  // NOVASERVE_GPU_DEQUANT_MIN_ROWS: from this many rows, split Q4_0 matrices run BLAS on a
+  // transient fp16 copy instead (kDequantBlas), for A/B runs against the wgmma GEMM.
+  if (const char* env = std::getenv("NOVASERVE_GPU_DEQUANT_MIN_ROWS"); env != nullptr) {
+    m->dequant_min_rows_ = std::strtoll(env, nullptr, 10);
+  }
 #if !defined(NOVASERVE_GPU_HIP)
   auto blas = GpuBlas::create(stream);
   if (!blas.ok()) return blas.error();
@@ -71,6 +76,10 @@ GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_
   return Path::kGemv;
 #else
   if (n_rows <= kGemvMaxRows) return Path::kGemv;
+  if (split && has_blas() && n_rows >= dequant_min_rows_ &&
+      static_cast<size_t>(w.n_in * w.n_out) * sizeof(__half) <= kDequantMaxBytes) {
+    return Path::kDequantBlas;
+  }
   if (split && n_rows <= wgmma_max_rows_ && gemm_q4_0_wgmma_supported(w, n_rows)) {
     return Path::kWgmma;
   }
@@ -106,7 +115,7 @@ Status GpuMatmul::reserve(int64_t max_rows, int64_t max_n_in) {
 bool GpuMatmul::accumulates(const WeightMatrix& w, const __half* w16, int64_t n_rows,
                             bool split) const {
   const Path p = path(w, w16, n_rows, split);
-  return p == Path::kBlas || p == Path::kWgmma;
+  return p == Path::kBlas || p == Path::kWgmma || p == Path::kDequantBlas;
 }
 
 Status GpuMatmul::gemm(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows,
@@ -116,7 +125,7 @@ Status GpuMatmul::gemm(const WeightMatrix& w, const __half* w16, const float* x,
   return small_gemv(w, x, n_rows, y, split, stream_);
 #else
   const Path p = path(w, w16, n_rows, split);
-  if (accumulate && p != Path::kBlas && p != Path::kWgmma) {
+  if (accumulate && p != Path::kBlas && p != Path::kWgmma && p != Path::kDequantBlas) {
     return Err(ErrorCode::kInvalidInput, "GpuMatmul::accumulate: not an accumulating GEMM");
   }
   switch (p) {
@@ -128,6 +137,14 @@ Status GpuMatmul::gemm(const WeightMatrix& w, const __half* w16, const float* x,
       // Growing frees the old scratch; cudaFree waits for the kernels still reading it.
       NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, w.n_in));
       return gemm_q4_0_wgmma(w, x, n_rows, y, x16_.get<__half>(), stream_, accumulate);
+    case Path::kDequantBlas: {
+      const size_t bytes = static_cast<size_t>(w.n_in * w.n_out) * sizeof(__half);
+      NOVASERVE_RETURN_IF_ERROR(w16_scratch_.reserve(bytes, "transient fp16 weights"));
+      NOVASERVE_RETURN_IF_ERROR(
+          dequantize_q4_0_split_to_f16(w, w16_scratch_.get<__half>(), stream_));
+      w16 = w16_scratch_.get<__half>();
+      [[fallthrough]];
+    }
     case Path::kBlas:
       NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, w.n_in));
       NOVASERVE_RETURN_IF_ERROR(

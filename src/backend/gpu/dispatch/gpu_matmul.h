@@ -72,7 +72,10 @@ class GpuMatmul {
   // Which kernel run() takes: the GEMV (up to kGemvMaxRows rows, and always on HIP), the wgmma
   // GEMM on split Q4_0 (sm_90a, up to wgmma_max_rows_ rows), the mma.sync GEMM on split Q4_0
   // (sm_80+, up to 32 rows where it measured faster), or BLAS on the fp16 copy.
-  enum class Path { kGemv, kWgmma, kMma, kBlas };
+  // kDequantBlas: BLAS on a transient fp16 copy of a split Q4_0 matrix decoded just before the
+  // GEMM into w16_scratch_ (rows >= dequant_min_rows_, matrices of at most kDequantMaxBytes).
+  enum class Path { kGemv, kWgmma, kMma, kBlas, kDequantBlas };
+  static constexpr size_t kDequantMaxBytes = size_t{256} << 20;
   Path path(const WeightMatrix& w, const __half* w16, int64_t n_rows, bool split) const;
   Status gemm(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows, float* y,
               bool split, bool accumulate);
@@ -83,8 +86,10 @@ class GpuMatmul {
   std::unique_ptr<GpuBlas> blas_;  // not even declared for HIP, whose build has no gpu_blas.cu
   DeviceBuffer blas_workspace_;
 #endif
-  DeviceBuffer x16_;  // activations, fp16 (BLAS), or packed for the wgmma GEMM
+  DeviceBuffer x16_;          // activations, fp16 (BLAS), or packed for the wgmma GEMM
+  DeviceBuffer w16_scratch_;  // kDequantBlas's transient fp16 matrix
   int64_t wgmma_max_rows_ = std::numeric_limits<int64_t>::max();
+  int64_t dequant_min_rows_ = std::numeric_limits<int64_t>::max();
 };
 
 }  // namespace novaserve::gpu

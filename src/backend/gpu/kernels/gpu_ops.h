@@ -101,6 +101,12 @@ Status gemv_q4_0_split_swiglu(const WeightMatrix& gate, const WeightMatrix& up, 
 /// Values beyond the fp16 range become +-inf (round-to-nearest-even).
 Status dequantize_to_f16(const WeightMatrix& w, __half* out, cudaStream_t stream);
 
+/// Decodes a Q4_0 matrix in the split layout (repack_q4_0_split) to fp16 bits: out [w.n_out]
+/// [w.n_in], the same bits as dequantize_to_f16 gives for the matrix in ggml's layout. w.data and
+/// out 16-byte aligned. Errors: kInvalidInput (another type, a partial block, misalignment);
+/// kInternal naming a failed launch.
+Status dequantize_q4_0_split_to_f16(const WeightMatrix& w, __half* out, cudaStream_t stream);
+
 /// out[i] = f32 -> fp16 (round-to-nearest-even) for i < n.
 Status convert_f32_to_f16(const float* x, int64_t n, __half* out, cudaStream_t stream);
 
