@@ -139,6 +139,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                            int n_rows, float* y, bool accumulate) {
 #if defined(NOVASERVE_GPU_HAS_WGMMA)
   using T = Tile<kN>;
+  // Stages issued ahead of the one computed: every other slot of the ring. (Decoding stage s + 1
+  // while stage s's wgmma run, with two A register sets, made ptxas serialize the wgmma: C7513,
+  // non-wgmma instructions defining their input registers inside the pipeline stage.)
+  constexpr int kAhead = T::kStages - 1;
   extern __shared__ uint8_t smem_raw[];
   const auto raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t pad = (1024u - (raw_addr & 1023u)) & 1023u;
@@ -205,27 +209,29 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < T::kAcc; ++i) acc[i] = 0.0f;
 
-    // Prologue: kStages - 1 stages in flight (empty groups past the end keep the count uniform).
+    // Prologue: the stages the loop keeps ahead, in flight (empty groups past the end keep the
+    // count uniform).
 #pragma unroll
-  for (int s = 0; s < T::kStages - 1; ++s) {
+  for (int s = 0; s < kAhead; ++s) {
     if (s < n_st) issue(s, s);
     cp_async_commit();
   }
 
   const int row_in_block = wg * 64 + wq * 16 + g;  // this thread's A rows: it and it + 8
-  for (int s = 0; s < n_st; ++s) {
-    // Stage s has landed for this thread; the fence hands its writes to wgmma's async proxy and
-    // the barrier publishes everyone's. Every warpgroup waited for its stage s - 1 wgmma before
-    // the barrier, so the ring slot of stage s - 1 can take stage s + kStages - 1.
-    cp_async_wait<T::kStages - 2>();
+  // Stage s has landed for this thread; the fence hands its writes to wgmma's async proxy and the
+  // barrier publishes everyone's. The wgmma of stage s + kAhead - kStages (the slot's last
+  // reader) completed before every warpgroup reached the barrier, so the slot can take stage
+  // s + kAhead.
+  const auto land = [&](int s) {
+    cp_async_wait<kAhead - 1>();
     fence_proxy_async_shared();
     __syncthreads();
-    if (s + T::kStages - 1 < n_st) issue(s + T::kStages - 1, (s + T::kStages - 1) % T::kStages);
+    if (s + kAhead < n_st) issue(s + kAhead, (s + kAhead) % T::kStages);
     cp_async_commit();
-
-    const int slot = s % T::kStages;
-    const uint8_t* ws = smem + slot * T::kStageBytes + T::kXBytes;
-    const uint32_t xs_addr = smem_addr + slot * T::kStageBytes;
+  };
+  // This warp's A registers of stage s: step 2q + hi in a[2q + hi].
+  const auto decode = [&](int s, uint32_t(&a)[kSteps][4]) {
+    const uint8_t* ws = smem + (s % T::kStages) * T::kStageBytes + T::kXBytes;
     uint32_t nib[2][4];
     __half2 scale[2];
 #pragma unroll
@@ -238,7 +244,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           ws + kWNibBytes + (row * kBlocksPerStage + t) * 2));
       scale[h] = __halves2half2(d, d);
     }
-    uint32_t a[kSteps][4];  // step 2q + hi
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       uint32_t lo[2][2], hi[2][2];  // [row g, g+8][pair]
@@ -249,6 +254,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       a[2 * q + 1][0] = hi[0][0], a[2 * q + 1][1] = hi[1][0], a[2 * q + 1][2] = hi[0][1];
       a[2 * q + 1][3] = hi[1][1];
     }
+  };
+  // The warpgroup's 8 wgmma of stage s, one commit group.
+  const auto mma = [&](int s, const uint32_t(&a)[kSteps][4]) {
+    const uint32_t xs_addr = smem_addr + (s % T::kStages) * T::kStageBytes;
     wgmma_fence_operands(acc);
     wgmma_fence();
 #pragma unroll
@@ -257,9 +266,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma_f16_areg<kN>(acc, a[st], wgmma_desc_k128b(addr));
     }
     wgmma_commit();
+  };
+  uint32_t a[kSteps][4];
+  for (int s = 0; s < n_st; ++s) {
+    land(s);
+    decode(s, a);
+    mma(s, a);
     wgmma_wait<0>();
-    wgmma_fence_operands(acc);
   }
+  wgmma_fence_operands(acc);
 
   // Accumulator e holds output o0 + row_in_block + 8 * ((e / 2) % 2) of row r0 + 8 * (e / 4) +
   // 2t + e % 2.
