@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "backend/gpu/dispatch/gpu_blas.h"
@@ -40,9 +41,12 @@ bool use_q4_0_mma(const WeightMatrix& w, int64_t n_rows) {
 Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   std::unique_ptr<GpuMatmul> m(new GpuMatmul());
   m->stream_ = stream;
-  // NOVASERVE_GPU_WGMMA_MAX_ROWS caps the rows the wgmma GEMM takes (0: never), for A/B runs.
+  // The wgmma GEMM is opt-in until it has run on a GPU (docs/engine.md): it has been compiled,
+  // never executed. NOVASERVE_GPU_WGMMA_MAX_ROWS=N lets it take up to N rows; =all every row
+  // count, and then Q4_0 matrices it takes get no fp16 copy.
   if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_MAX_ROWS"); env != nullptr) {
-    m->wgmma_max_rows_ = std::strtoll(env, nullptr, 10);
+    m->wgmma_max_rows_ = std::strcmp(env, "all") == 0 ? std::numeric_limits<int64_t>::max()
+                                                      : std::strtoll(env, nullptr, 10);
   }
   // NOVASERVE_GPU_DEQUANT_MIN_ROWS: from this many rows, split Q4_0 matrices run BLAS on a
   // transient fp16 copy instead (kDequantBlas), for A/B runs against the wgmma GEMM.

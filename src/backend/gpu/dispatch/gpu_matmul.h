@@ -3,9 +3,13 @@
 // to 32 rows and shapes where it measured faster, the W4A16 tensor-core GEMM over the Q4_0
 // weights (gemm_q4_0_mma.h, CUDA sm_80+); otherwise a GEMM on tensor cores: x converted to fp16
 // and one BLAS f16 GEMM with f32 accumulation against an fp16 copy of W made once at load (W
-// itself when it is F16). HIP builds have no BLAS here (hipBLAS is not packaged in Debian
-// bookworm), keep no fp16 copies and use the GEMV for every row count. (The runner's kQ8 mode
-// sends GEMV-sized Q4_0 batches to gemv_q4_0_q8.h instead.)
+// itself when it is F16). Opt-in, for the runs that validate them on a GPU (issue 16; compiled,
+// not yet run): the wgmma W4A16 GEMM for split Q4_0 at any row count
+// (NOVASERVE_GPU_WGMMA_MAX_ROWS, gemm_q4_0_wgmma.h; with =all no fp16 copies of those matrices),
+// and BLAS on a transient fp16 copy decoded per call (NOVASERVE_GPU_DEQUANT_MIN_ROWS). HIP builds
+// have no BLAS here (hipBLAS is not packaged in Debian bookworm), keep no fp16 copies and use the
+// GEMV for every row count. (The runner's kQ8 mode sends GEMV-sized Q4_0 batches to
+// gemv_q4_0_q8.h instead.)
 #pragma once
 
 #include <cstdint>
@@ -42,8 +46,8 @@ class GpuMatmul {
 
   /// Whether run() needs an fp16 copy of `w` (a matrix in its file type, before any repacking)
   /// for some row count: with BLAS, every type but F16 (used in place) needs one, except Q4_0
-  /// matrices that the wgmma GEMM takes at every row count (gemm_q4_0_wgmma_takes_shape, no
-  /// NOVASERVE_GPU_WGMMA_MAX_ROWS cap). Without BLAS (HIP) nothing needs one.
+  /// matrices that the wgmma GEMM takes at every row count (gemm_q4_0_wgmma_takes_shape, with
+  /// NOVASERVE_GPU_WGMMA_MAX_ROWS=all). Without BLAS (HIP) nothing needs one.
   bool needs_f16_copy(const WeightMatrix& w) const;
 
   /// Sizes the fp16 activation scratch for GEMMs of up to `max_rows` rows and `max_n_in`
@@ -86,9 +90,9 @@ class GpuMatmul {
   std::unique_ptr<GpuBlas> blas_;  // not even declared for HIP, whose build has no gpu_blas.cu
   DeviceBuffer blas_workspace_;
 #endif
-  DeviceBuffer x16_;          // activations, fp16 (BLAS), or packed for the wgmma GEMM
-  DeviceBuffer w16_scratch_;  // kDequantBlas's transient fp16 matrix
-  int64_t wgmma_max_rows_ = std::numeric_limits<int64_t>::max();
+  DeviceBuffer x16_;            // activations, fp16 (BLAS), or packed for the wgmma GEMM
+  DeviceBuffer w16_scratch_;    // kDequantBlas's transient fp16 matrix
+  int64_t wgmma_max_rows_ = 0;  // NOVASERVE_GPU_WGMMA_MAX_ROWS (off by default: not yet run)
   int64_t dequant_min_rows_ = std::numeric_limits<int64_t>::max();
 };
 
