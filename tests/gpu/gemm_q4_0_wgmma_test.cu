@@ -139,6 +139,26 @@ TEST_F(GemmQ4_0WgmmaTest, GraphReplayEqualsEagerLaunch) {
   (void)cudaGraphDestroy(graph);
 }
 
+// The transient fp16 copy behind GpuMatmul's dequant path: the bits dequantize_to_f16 gives for
+// the matrix in ggml's layout.
+TEST_F(GemmQ4_0WgmmaTest, SplitDequantMatchesDequantizeToF16) {
+  SCOPED_TRACE(seed_note());
+  const int64_t n_in = 4096, n_out = 300;
+  const auto w = test::random_quantized(GgmlType::kQ4_0, n_in, n_out, rng_);
+  DeviceBuffer<uint8_t> d_w(w), d_split(w.size());
+  ASSERT_TRUE(repack_q4_0_split(d_w.get(), n_in, n_out, d_split.get(), stream_).ok());
+  DeviceBuffer<__half> ref(static_cast<size_t>(n_in * n_out)), got(ref.size());
+  ASSERT_TRUE(
+      dequantize_to_f16(WeightMatrix{d_w.get(), GgmlType::kQ4_0, n_in, n_out}, ref.get(), stream_)
+          .ok());
+  ASSERT_TRUE(dequantize_q4_0_split_to_f16(
+                  WeightMatrix{d_split.get(), GgmlType::kQ4_0, n_in, n_out}, got.get(), stream_)
+                  .ok());
+  sync();
+  const auto a = ref.download(), b = got.download();
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(__half)));
+}
+
 TEST_F(GemmQ4_0WgmmaTest, RejectsBadArguments) {
   DeviceBuffer<uint8_t> d_w(4096 * 18);
   DeviceBuffer<float> d_x(65 * 128), d_y(65 * 64);

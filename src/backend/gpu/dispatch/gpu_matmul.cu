@@ -41,12 +41,12 @@ bool use_q4_0_mma(const WeightMatrix& w, int64_t n_rows) {
 Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   std::unique_ptr<GpuMatmul> m(new GpuMatmul());
   m->stream_ = stream;
-  // The wgmma GEMM is opt-in until it has run on a GPU (docs/engine.md): it has been compiled,
-  // never executed. NOVASERVE_GPU_WGMMA_MAX_ROWS=N lets it take up to N rows; =all every row
-  // count, and then Q4_0 matrices it takes get no fp16 copy.
+  // The wgmma GEMM is opt-in (docs/engine.md). NOVASERVE_GPU_WGMMA_MAX_ROWS=N lets it take up
+  // to N rows (fp16 copies and BLAS above); =all drops the fp16 copies of the Q4_0 matrices it
+  // takes: it runs up to kWgmmaAllMaxRows rows and BLAS on a transient fp16 copy above.
   if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_MAX_ROWS"); env != nullptr) {
-    m->wgmma_max_rows_ = std::strcmp(env, "all") == 0 ? std::numeric_limits<int64_t>::max()
-                                                      : std::strtoll(env, nullptr, 10);
+    m->wgmma_all_ = std::strcmp(env, "all") == 0;
+    if (!m->wgmma_all_) m->wgmma_max_rows_ = std::strtoll(env, nullptr, 10);
   }
   // NOVASERVE_GPU_DEQUANT_MIN_ROWS: from this many rows, split Q4_0 matrices run BLAS on a
   // transient fp16 copy instead (kDequantBlas), for A/B runs against the wgmma GEMM.
@@ -80,10 +80,15 @@ GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_
   return Path::kGemv;
 #else
   if (n_rows <= kGemvMaxRows) return Path::kGemv;
-  if (split && has_blas() && n_rows >= dequant_min_rows_ &&
-      static_cast<size_t>(w.n_in * w.n_out) * sizeof(__half) <= kDequantMaxBytes) {
-    return Path::kDequantBlas;
+  const bool dequant_fits =
+      has_blas() && static_cast<size_t>(w.n_in * w.n_out) * sizeof(__half) <= kDequantMaxBytes;
+  if (split && wgmma_all_) {
+    // Without fp16 copies: the wgmma GEMM where it measured faster than cuBLAS on fp16 weights
+    // (up to kWgmmaAllMaxRows rows, H100 2026-12-07), cuBLAS on a transient copy above.
+    if (n_rows > kWgmmaAllMaxRows && dequant_fits) return Path::kDequantBlas;
+    if (gemm_q4_0_wgmma_supported(w, n_rows)) return Path::kWgmma;
   }
+  if (split && n_rows >= dequant_min_rows_ && dequant_fits) return Path::kDequantBlas;
   if (split && n_rows <= wgmma_max_rows_ && gemm_q4_0_wgmma_supported(w, n_rows)) {
     return Path::kWgmma;
   }
@@ -95,9 +100,8 @@ GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_
 
 bool GpuMatmul::needs_f16_copy(const WeightMatrix& w) const {
   if (!has_blas() || w.type == GgmlType::kF16) return false;
-  const bool wgmma_everywhere = wgmma_max_rows_ == std::numeric_limits<int64_t>::max() &&
-                                w.type == GgmlType::kQ4_0 &&
-                                gemm_q4_0_wgmma_takes_shape(w.n_in, w.n_out);
+  const bool wgmma_everywhere =
+      wgmma_all_ && w.type == GgmlType::kQ4_0 && gemm_q4_0_wgmma_takes_shape(w.n_in, w.n_out);
   return !wgmma_everywhere;
 }
 

@@ -92,7 +92,9 @@ class GpuMatmul {
 #endif
   DeviceBuffer x16_;            // activations, fp16 (BLAS), or packed for the wgmma GEMM
   DeviceBuffer w16_scratch_;    // kDequantBlas's transient fp16 matrix
-  int64_t wgmma_max_rows_ = 0;  // NOVASERVE_GPU_WGMMA_MAX_ROWS (off by default: not yet run)
+  int64_t wgmma_max_rows_ = 0;  // NOVASERVE_GPU_WGMMA_MAX_ROWS=N (off by default)
+  bool wgmma_all_ = false;      // NOVASERVE_GPU_WGMMA_MAX_ROWS=all: no fp16 copies for Q4_0
+  static constexpr int64_t kWgmmaAllMaxRows = 128;
   int64_t dequant_min_rows_ = std::numeric_limits<int64_t>::max();
 };
 
