@@ -2,16 +2,17 @@
 
 # start_serve NAME FLAGS...: rank 1 then rank 0 of a 2-process serve (pids in rank1_pid and
 # rank0_pid, logs in $TMP/NAME.rank1.err and $TMP/NAME.err, HTTP port in http), until healthy.
+# FLAGS go to rank 0; the array rank_flags, when set, to both ranks.
 start_serve() {
   local name=$1
   shift
   port=$(free_port)
   http=$(free_port)
   "$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --rank 1 \
-    --world-size 2 2>"$TMP/$name.rank1.err" &
+    --world-size 2 ${rank_flags[@]+"${rank_flags[@]}"} 2>"$TMP/$name.rank1.err" &
   rank1_pid=$!
   "$BIN" serve --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port --world-size 2 \
-    --host 127.0.0.1 --port "$http" "$@" 2>"$TMP/$name.err" &
+    --host 127.0.0.1 --port "$http" ${rank_flags[@]+"${rank_flags[@]}"} "$@" 2>"$TMP/$name.err" &
   rank0_pid=$!
   wait_healthy "$http" || fail "$name: not healthy: $(tail -c 300 "$TMP/$name.err")"
 }
