@@ -61,27 +61,6 @@ rc=$?
 grep -q "only 0 of the 1 other ranks joined within 1 s (missing: rank 1)" "$TMP/err" ||
   fail "rank 0 alone: message: $(tail -1 "$TMP/err")"
 
-# run_ranks W FLAGS...: rank 0 generates (stdout in $TMP/pipe), ranks 1..W-1 serve; every
-# process must exit 0.
-run_ranks() {
-  local world=$1
-  shift
-  local port pids=() r
-  port=$(free_port)
-  for r in $(seq 1 $((world - 1))); do
-    "$BIN" generate --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port \
-      --world-size "$world" --rank "$r" "$@" 2>"$TMP/rank$r.err" &
-    pids+=($!)
-  done
-  "$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 \
-    --nccl-init tcp://127.0.0.1:$port --world-size "$world" "$@" >"$TMP/pipe" 2>"$TMP/err" ||
-    fail "rank 0 of $world ($*) exited $?: $(tail -c 300 "$TMP/err")"
-  for r in $(seq 1 $((world - 1))); do
-    wait "${pids[$((r - 1))]}" || fail "rank $r of $world ($*) exited $?: $(cat "$TMP/rank$r.err")"
-    grep -q "rank $r: rank 0 shut down" "$TMP/rank$r.err" || fail "rank $r: no shutdown line"
-  done
-}
-
 prompt="The capital of France is"
 "$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 >"$TMP/one" 2>/dev/null ||
   fail "generate (one process) exited $?"

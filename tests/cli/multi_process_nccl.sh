@@ -47,26 +47,6 @@ NOVASERVE_NCCL_LIB=libc.so.6 expect_exit2 "rank 1: not an NCCL library" "$BIN" g
   { grep -q "the NCCL library 'libc.so.6' has no ncclGetVersion" "$TMP/err" ||
     fail "not-NCCL message"; }
 
-# run_ranks W FLAGS...: rank 0 generates (stdout in $TMP/pipe, log in $TMP/err), ranks 1..W-1
-# serve (logs in $TMP/rankR.err); every process must exit 0.
-run_ranks() {
-  local world=$1
-  shift
-  local port pids=() r
-  port=$(free_port)
-  for r in $(seq 1 $((world - 1))); do
-    "$BIN" generate --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port \
-      --world-size "$world" --rank "$r" "$@" 2>"$TMP/rank$r.err" &
-    pids+=($!)
-  done
-  "$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 \
-    --nccl-init tcp://127.0.0.1:$port --world-size "$world" "$@" >"$TMP/pipe" 2>"$TMP/err" ||
-    fail "rank 0 of $world ($*) exited $?: $(tail -c 300 "$TMP/err")"
-  for r in $(seq 1 $((world - 1))); do
-    wait "${pids[$((r - 1))]}" || fail "rank $r of $world ($*) exited $?: $(cat "$TMP/rank$r.err")"
-  done
-}
-
 prompt="The capital of France is"
 "$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 >"$TMP/one" 2>/dev/null ||
   fail "generate (one process) exited $?"

@@ -6,15 +6,10 @@
 #include <map>
 #include <mutex>
 
+#include "common/dl_symbol.h"
+
 namespace novaserve {
 namespace {
-
-// Resolves `name` into `fn`; false when the library lacks it.
-template <typename Fn>
-bool resolve(void* lib, const char* name, Fn& fn) {
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  return fn != nullptr;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -52,7 +47,7 @@ Result<std::shared_ptr<const NcclLibrary>> NcclLibrary::load_from(const std::str
   NcclApi a;
   const char* missing = nullptr;
   const auto need = [&](const char* name, auto& fn) {
-    if (missing == nullptr && !resolve(lib, name, fn)) missing = name;
+    if (missing == nullptr && !resolve_symbol(lib, name, fn)) missing = name;
   };
   need("ncclGetVersion", a.get_version);
   need("ncclGetUniqueId", a.get_unique_id);

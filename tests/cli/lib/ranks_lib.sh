@@ -34,3 +34,25 @@ expect_failed_replica() {
   curl -s "http://127.0.0.1:$http/health" >"$TMP/health"
   grep -q '"healthy":false' "$TMP/health" || fail "$1: health $(cat "$TMP/health")"
 }
+
+# run_ranks W FLAGS...: rank 0 generates $prompt greedily (stdout in $TMP/pipe, log in $TMP/err),
+# ranks 1..W-1 serve (logs in $TMP/rankR.err), all with FLAGS; every process must exit 0, and
+# every rank must log rank 0's shutdown.
+run_ranks() {
+  local world=$1
+  shift
+  local port pids=() r
+  port=$(free_port)
+  for r in $(seq 1 $((world - 1))); do
+    "$BIN" generate --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port \
+      --world-size "$world" --rank "$r" "$@" 2>"$TMP/rank$r.err" &
+    pids+=($!)
+  done
+  "$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 \
+    --nccl-init tcp://127.0.0.1:$port --world-size "$world" "$@" >"$TMP/pipe" 2>"$TMP/err" ||
+    fail "rank 0 of $world ($*) exited $?: $(tail -c 300 "$TMP/err")"
+  for r in $(seq 1 $((world - 1))); do
+    wait "${pids[$((r - 1))]}" || fail "rank $r of $world ($*) exited $?: $(cat "$TMP/rank$r.err")"
+    grep -q "rank $r: rank 0 shut down" "$TMP/rank$r.err" || fail "rank $r: no shutdown line"
+  done
+}

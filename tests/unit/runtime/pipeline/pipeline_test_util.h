@@ -96,6 +96,12 @@ inline std::vector<std::vector<std::vector<int32_t>>> prompt_groups(
   return groups;
 }
 
+/// `got` has the tokens and the logits bytes of `want`.
+inline void expect_same_run(const BatchRun& got, const BatchRun& want) {
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.logits_hash, want.logits_hash);
+}
+
 /// The default model and the golden prompts; skips without the model.
 class PipelineRunnerTest : public ::testing::Test {
  protected:
