@@ -12,7 +12,8 @@
 #   micro-batching too), and every process logs the NCCL transport;
 # - auto on the CPU chooses the TCP star and says why;
 # - ranks that give other transports are refused on both sides (exit 1);
-# - serve over 2 processes with NCCL answers with the one-process text.
+# - serve over 2 processes with NCCL and --micro-batching (steps in flight) answers with the
+#   one-process text.
 source "$(dirname "$0")/lib/cli_test_lib.sh"
 source "$(dirname "$0")/lib/ranks_lib.sh"
 
@@ -85,7 +86,8 @@ why="rank 1 runs --pipeline-transport tcp, rank 0 nccl (every rank must give the
   fail "mismatch: rank 1 exit $rc1: $(tail -1 "$TMP/rank1.err")"
 echo "ok: ranks of other transports are refused: $(tail -1 "$TMP/rank1.err")"
 
-rank_flags=(--pipeline-transport nccl)
+# With --micro-batching the engine keeps 2 groups' steps in flight (submit, then wait).
+rank_flags=(--pipeline-transport nccl --micro-batching)
 start_serve serve_nccl
 code=$(completion)
 [ "$code" = 200 ] || fail "serve over NCCL: HTTP $code: $(head -c 300 "$TMP/resp")"
@@ -93,6 +95,8 @@ python3 -c 'import json, sys
 got = json.load(open(sys.argv[1]))["choices"][0]["text"]
 sys.exit(0 if got == open(sys.argv[2]).read().rstrip("\n") else 1)' "$TMP/resp" "$TMP/one" ||
   fail "serve over NCCL: text differs from generate: $(head -c 300 "$TMP/resp")"
+grep -q "ranks overlapped: up to 2 steps in flight" "$TMP/serve_nccl.err" ||
+  fail "serve over NCCL: no steps in flight in the log: $(grep pipeline "$TMP/serve_nccl.err")"
 kill -TERM $rank0_pid
 wait $rank0_pid || fail "serve over NCCL: rank 0 exited $?"
 wait_exit $rank1_pid 30 || fail "serve over NCCL: rank 1 exited $?: $(cat "$TMP/serve_nccl.rank1.err")"

@@ -11,8 +11,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// recv()'s wait polls the stream: yielding for this long, then sleeping kPollSleep per poll (a
-// decode step's transfer takes microseconds; a prefill chunk's up to milliseconds).
+// The wait after a transfer polls the stream: yielding for this long, then sleeping kPollSleep per
+// poll (a decode step's transfer takes microseconds; a prefill chunk's up to milliseconds).
 constexpr auto kSpin = std::chrono::milliseconds(1);
 constexpr auto kPollSleep = std::chrono::microseconds(50);
 
@@ -122,14 +122,14 @@ Status NcclTransport::send(int from_stage, const float* src, int64_t n_values) {
                    std::to_string(from_stage) + " (" + std::to_string(n_values) + " values)");
   }
   NOVASERVE_RETURN_IF_ERROR(ready());
+  const std::string link =
+      "rank " + std::to_string(rank_) + " to rank " + std::to_string(rank_ + 1) + ": ";
   const nccl::Result r = library_->api().send(src, static_cast<size_t>(n_values), nccl::kFloat32,
                                               rank_ + 1, comm_, stream_.stream);
   if (r != nccl::kSuccess) {
-    return fail(ErrorCode::kInternal, "rank " + std::to_string(rank_) + " to rank " +
-                                          std::to_string(rank_ + 1) + ": " +
-                                          library_->error_text("ncclSend", r));
+    return fail(ErrorCode::kInternal, link + library_->error_text("ncclSend", r));
   }
-  return {};
+  return wait_stream(link);
 }
 
 Status NcclTransport::recv(int to_stage, float* dst, int64_t n_values) {
@@ -141,18 +141,22 @@ Status NcclTransport::recv(int to_stage, float* dst, int64_t n_values) {
   NOVASERVE_RETURN_IF_ERROR(ready());
   const std::string link =
       "rank " + std::to_string(rank_) + " from rank " + std::to_string(rank_ - 1) + ": ";
-  const auto& api = library_->api();
-  nccl::Result r = api.recv(dst, static_cast<size_t>(n_values), nccl::kFloat32, rank_ - 1, comm_,
-                            stream_.stream);
-  if (r != nccl::kSuccess)
+  const nccl::Result r = library_->api().recv(dst, static_cast<size_t>(n_values), nccl::kFloat32,
+                                              rank_ - 1, comm_, stream_.stream);
+  if (r != nccl::kSuccess) {
     return fail(ErrorCode::kInternal, link + library_->error_text("ncclRecv", r));
+  }
+  return wait_stream(link);
+}
+
+Status NcclTransport::wait_stream(const std::string& link) {
   const auto start = Clock::now();
   while (stream_.done) {
     auto done = stream_.done();
     if (!done.ok()) return fail(done.error().code, link + done.error().message);
     if (*done) break;
     nccl::Result async = nccl::kSuccess;
-    r = api.comm_get_async_error(comm_, &async);
+    const nccl::Result r = library_->api().comm_get_async_error(comm_, &async);
     if (r != nccl::kSuccess || async != nccl::kSuccess) {
       return fail(
           ErrorCode::kInternal,

@@ -20,11 +20,11 @@ namespace novaserve {
 /// thread-safe (one thread drives a rank's stage).
 ///
 /// Stream semantics (a GPU stage's StageStream): send() and recv() queue the transfer on the
-/// stage's stream and return; work the stage queues after them on that stream sees a received
-/// state, and may overwrite a sent one. recv() then also waits, polling the stream, until the
-/// transfer is done or `step_timeout` passes: a rank whose neighbour died or hangs fails the
-/// step instead of waiting on its device for ever. Host memory (an empty StageStream, the test
-/// library): the library's calls complete the transfers.
+/// stage's stream, after the stage's work queued before, then wait, polling the stream (and
+/// NCCL's asynchronous error), until it is done or `step_timeout` passes: a rank whose
+/// neighbour died or hangs fails the step instead of waiting on its device for ever, and the
+/// stage's next step starts only once its output has left. Host memory (an empty StageStream,
+/// the test library): the library's calls complete a recv, and a send once it copied the data.
 ///
 /// After any failure the communicator is aborted (ncclCommAbort ends transfers stuck on the
 /// device) and every later call returns the first failure.
@@ -47,9 +47,10 @@ class NcclTransport final : public Transport {
   /// nothing pending, Abort frees the same resources.
   ~NcclTransport() override;
 
-  /// ncclSend of `n_values` floats at `src` (this stage's memory) to rank from_stage + 1.
-  /// Errors: kInvalidInput when from_stage is not this rank or has no next rank; kInternal for
-  /// NCCL's error; the first failure, once one happened.
+  /// ncclSend of `n_values` floats at `src` (this stage's memory) to rank from_stage + 1, then
+  /// (a device stream) the bounded wait. Errors: kInvalidInput when from_stage is not this rank
+  /// or has no next rank; kInternal for NCCL's error or a device error; kIo when the transfer
+  /// did not complete within step_timeout; the first failure, once one happened.
   Status send(int from_stage, const float* src, int64_t n_values) override;
   /// ncclRecv of `n_values` floats into `dst` from rank to_stage - 1, then (a device stream) the
   /// bounded wait. The sizes of the matching send and recv must agree (NCCL does not check them:
@@ -67,6 +68,9 @@ class NcclTransport final : public Transport {
   Error fail(ErrorCode code, const std::string& message);
   // The checks common to send and recv: no earlier failure, the device current.
   Status ready();
+  // With a device stream: polls it until the transfer just queued is done (see the class).
+  // `link` starts the messages ("rank 1 from rank 0: ").
+  Status wait_stream(const std::string& link);
 
   std::shared_ptr<const NcclLibrary> library_;
   nccl::Comm comm_ = nullptr;

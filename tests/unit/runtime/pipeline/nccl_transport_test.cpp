@@ -244,36 +244,57 @@ TEST_F(NcclTransportTest, CreationGivesUpWhenARankNeverJoins) {
             "rank did not join the NCCL communicator");
 }
 
-// A device stage's stream, played by counters: recv() polls `done` until it says so.
-TEST_F(NcclTransportTest, ADeviceRecvWaitsForItsStreamWithinTheStepTimeout) {
+// A device stage's stream, played by counters: a transfer returns once `done` says so.
+struct FakeStream {
   std::atomic<int> current{0};
   std::atomic<int> polls{0};
-  std::atomic<int> ready_after{3};
-  StageStream stream;
-  stream.make_current = [&] {
-    ++current;
-    return Status();
-  };
-  stream.done = [&]() -> Result<bool> { return ++polls >= ready_after.load(); };
-  auto world = make_world(2, {StageStream{}, stream}, milliseconds(150));
+  std::atomic<int> ready_after{3};  // polls until done
+  StageStream hooks() {
+    StageStream s;
+    s.make_current = [this] {
+      ++current;
+      return Status();
+    };
+    s.done = [this]() -> Result<bool> { return ++polls % ready_after.load() == 0; };
+    return s;
+  }
+};
+
+TEST_F(NcclTransportTest, ADeviceTransferWaitsForItsStreamWithinTheStepTimeout) {
+  FakeStream s0, s1;
+  auto world = make_world(2, {s0.hooks(), s1.hooks()}, milliseconds(150));
   ASSERT_TRUE(world[0] && world[1]);
-  EXPECT_GE(current.load(), 1);  // before ncclCommInitRank
+  EXPECT_GE(s0.current.load(), 1);  // before ncclCommInitRank
+  EXPECT_GE(s1.current.load(), 1);
   std::vector<float> x(4, 3.0f);
+  const int before = s0.current.load();
   ASSERT_TRUE(world[0]->send(0, x.data(), 4).ok());
+  EXPECT_EQ(s0.polls.load(), 3);
+  EXPECT_EQ(s0.current.load(), before + 1);
   ASSERT_TRUE(world[0]->send(0, x.data(), 4).ok());
-  const int before = current.load();
   ASSERT_TRUE(world[1]->recv(1, x.data(), 4).ok());
-  EXPECT_EQ(polls.load(), 3);
-  EXPECT_EQ(current.load(), before + 1);
-  // A stream that never finishes: the step fails after --rank-timeout and stays failed.
-  ready_after = 1 << 30;
-  const Status st = world[1]->recv(1, x.data(), 4);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().code, ErrorCode::kIo);
-  EXPECT_EQ(st.error().message,
+  EXPECT_EQ(s1.polls.load(), 3);
+  // A stream that never finishes: the send fails after --rank-timeout and stays failed.
+  s0.ready_after = 1 << 30;
+  const Status sent = world[0]->send(0, x.data(), 4);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.error().code, ErrorCode::kIo);
+  EXPECT_EQ(sent.error().message,
+            "rank 0 to rank 1: the NCCL transfer did not complete within 0.15 s "
+            "(--rank-timeout)");
+  EXPECT_EQ(world[0]->send(0, x.data(), 4).error().message, sent.error().message);
+  // And a receive, in a world of its own (rank 0 above is gone).
+  FakeStream never;
+  never.ready_after = 1 << 30;
+  auto other = make_world(2, {StageStream{}, never.hooks()}, milliseconds(150));
+  ASSERT_TRUE(other[0] && other[1]);
+  ASSERT_TRUE(other[0]->send(0, x.data(), 4).ok());
+  const Status got = other[1]->recv(1, x.data(), 4);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().message,
             "rank 1 from rank 0: the NCCL transfer did not complete within 0.15 s "
             "(--rank-timeout)");
-  EXPECT_EQ(world[1]->recv(1, x.data(), 4).error().message, st.error().message);
+  EXPECT_EQ(other[1]->recv(1, x.data(), 4).error().message, got.error().message);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include "group_steps.h"
 #include "pipeline_test_util.h"
 
 namespace novaserve {
@@ -31,8 +32,8 @@ TEST_F(RankNcclTest, RanksOverNcclMatchOneStageBitForBit) {
   const auto prompts = batch(8);
   const BatchRun expected8 = run_batch(*ref, prompts);
   const BatchRun expected1 = run_batch(*ref, {prompts_[0]});
-  // Two of kConfigs (the TCP star's test runs all four): 3 ranks with micro-batching send every
-  // micro-batch's plans before reading the first answer.
+  // Two of kConfigs (the TCP star's test runs all four); with micro-batching forward() is one
+  // step in slot 0.
   for (const Config& c : {Config{2, "auto", false}, Config{3, "7,13,10", true}}) {
     SCOPED_TRACE(std::to_string(c.stages) + " ranks, split " + c.split + ", micro-batching " +
                  (c.micro_batching ? "on" : "off"));
@@ -41,10 +42,31 @@ TEST_F(RankNcclTest, RanksOverNcclMatchOneStageBitForBit) {
     ASSERT_NE(ranks.pipeline, nullptr);
     EXPECT_NE(ranks.pipeline->describe().find("nccl transport"), std::string::npos)
         << ranks.pipeline->describe();
+    EXPECT_EQ(ranks.pipeline->max_in_flight(), c.micro_batching ? c.stages : 1);
     const BatchRun got8 = run_batch(*ranks.pipeline, prompts);
     expect_same_run(got8, expected8);
     const BatchRun got1 = run_batch(*ranks.pipeline, {prompts_[0]});
     expect_same_run(got1, expected1);
+  }
+}
+
+TEST_F(RankNcclTest, StepsInFlightInEverySlotMatchOneStageBitForBit) {
+  // Every group's step in flight at once: rank 0 starts the next group's step (plans, stage 0,
+  // its send) while the ranks work on the earlier ones, and reads the answers in order.
+  for (const Config& c : {Config{3, "7,13,10", true}}) {
+    SCOPED_TRACE(std::to_string(c.stages) + " ranks, split " + c.split);
+    const auto groups = prompt_groups(prompts_, static_cast<int>(c.stages));
+    auto ref = one_stage();
+    const testing::GroupRun expected = testing::run_groups(*ref, groups, kDecodeSteps, false);
+    RankThreads ranks(gguf_, static_cast<int>(c.stages), c.split, c.micro_batching,
+                      RankTransport::kNccl);
+    ASSERT_NE(ranks.pipeline, nullptr);
+    ASSERT_EQ(ranks.pipeline->max_in_flight(), c.stages);
+    EXPECT_NE(ranks.pipeline->describe().find("ranks overlapped"), std::string::npos)
+        << ranks.pipeline->describe();
+    const testing::GroupRun got = testing::run_groups(*ranks.pipeline, groups, kDecodeSteps, true);
+    EXPECT_EQ(got.tokens, expected.tokens);
+    EXPECT_TRUE(testing::same_bits(got.logits, expected.logits));
   }
 }
 
