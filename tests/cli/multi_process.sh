@@ -78,12 +78,7 @@ echo "ok: 2 and 3 processes generate the one-process text: $(head -c 60 "$TMP/on
 
 # serve over two processes, then rank 1 dies.
 start_serve serve
-code=$(completion)
-[ "$code" = 200 ] || fail "serve over 2 processes: HTTP $code: $(head -c 300 "$TMP/resp")"
-python3 -c 'import json, sys
-got = json.load(open(sys.argv[1]))["choices"][0]["text"]
-sys.exit(0 if got == open(sys.argv[2]).read().rstrip("\n") else 1)' "$TMP/resp" "$TMP/one" ||
-  fail "serve over 2 processes: text differs from generate: $(head -c 300 "$TMP/resp")"
+expect_one_process_text "serve over 2 processes"
 kill -9 $rank1_pid
 wait $rank1_pid 2>/dev/null
 expect_failed_replica "after rank 1 died" "rank 1 closed the connection"

@@ -89,12 +89,7 @@ echo "ok: ranks of other transports are refused: $(tail -1 "$TMP/rank1.err")"
 # With --micro-batching the engine keeps 2 groups' steps in flight (submit, then wait).
 rank_flags=(--pipeline-transport nccl --micro-batching)
 start_serve serve_nccl
-code=$(completion)
-[ "$code" = 200 ] || fail "serve over NCCL: HTTP $code: $(head -c 300 "$TMP/resp")"
-python3 -c 'import json, sys
-got = json.load(open(sys.argv[1]))["choices"][0]["text"]
-sys.exit(0 if got == open(sys.argv[2]).read().rstrip("\n") else 1)' "$TMP/resp" "$TMP/one" ||
-  fail "serve over NCCL: text differs from generate: $(head -c 300 "$TMP/resp")"
+expect_one_process_text "serve over NCCL"
 grep -q "ranks overlapped: up to 2 steps in flight" "$TMP/serve_nccl.err" ||
   fail "serve over NCCL: no steps in flight in the log: $(grep pipeline "$TMP/serve_nccl.err")"
 kill -TERM $rank0_pid

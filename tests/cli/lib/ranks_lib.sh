@@ -24,6 +24,18 @@ completion() {
     -d '{"prompt":"The capital of France is","max_tokens":8,"temperature":0}'
 }
 
+# expect_one_process_text WHAT: a completion to the server of start_serve gets HTTP 200 and the
+# text of one process ($TMP/one, from generate).
+expect_one_process_text() {
+  local code
+  code=$(completion)
+  [ "$code" = 200 ] || fail "$1: HTTP $code: $(head -c 300 "$TMP/resp")"
+  python3 -c 'import json, sys
+got = json.load(open(sys.argv[1]))["choices"][0]["text"]
+sys.exit(0 if got == open(sys.argv[2]).read().rstrip("\n") else 1)' "$TMP/resp" "$TMP/one" ||
+    fail "$1: text differs from generate: $(head -c 300 "$TMP/resp")"
+}
+
 # expect_failed_replica WHAT MESSAGE: a completion gets HTTP 500 naming MESSAGE, and /health says
 # the replica is unhealthy.
 expect_failed_replica() {
