@@ -45,7 +45,8 @@
 #               `serve --pipeline-parallel 2` (also with --micro-batching, and with
 #               --data-parallel 2: two pipelines on GPU 0) answering a completion; the same
 #               generate, bench and serve as two processes on GPU 0 (--nccl-init on 127.0.0.1,
-#               --rank 0 and 1; pipeline.md, pipeline-*.log).
+#               --rank 0 and 1, --pipeline-transport tcp: NCCL refuses two ranks on one GPU;
+#               pipeline.md, pipeline-*.log).
 # --synth       times `novaserve synth` for llama3-8b and u15-lite-12b Q4_0 (synth.txt).
 # --seqs-sweep "N ..."  for the first model of --models: for each N, serve with --max-num-seqs N
 #               --max-num-batched-tokens 8192 and drive fin-qa open loop at --sweep-qps (default
@@ -248,6 +249,12 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
   $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
   [ -d "$d" ] && LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
+# libnccl.so.2 (the NCCL pipeline transport dlopens it) comes from the image's nvidia-nccl-cu13
+# Python package, found the same way.
+d=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+[ -n "$d" ] && [ -d "$d" ] && LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Every multi-GPU run keeps NVLink SHARP off (novaserve sets it too, unless it is set).
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 # The carried PCRE2 and prometheus-cpp (bench/gpu/build_carry.sh).
 LD_LIBRARY_PATH="$ROOT/build-gpucarry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LD_LIBRARY_PATH
@@ -623,8 +630,10 @@ pipeline_model() {  # pipeline_model PRESET: the --pipeline stage
         $flags >"$OUT/pipeline-generate.out" 2>>"$OUT/pipeline-generate.log"
       echo "generate ${flags:-(1 stage)}: exit $?, md5 $(md5sum <"$OUT/pipeline-generate.out" | cut -c1-12)"
     done
-    # Two processes on GPU 0 (--nccl-init on 127.0.0.1; hidden states over TCP).
-    local rdv=tcp://127.0.0.1:18499 ranks="--nccl-init tcp://127.0.0.1:18499 --world-size 2"
+    # Two processes on GPU 0 (--nccl-init on 127.0.0.1; hidden states over the TCP star: NCCL
+    # refuses two ranks on one GPU, so the transport is named, not left to auto).
+    local rdv=tcp://127.0.0.1:18499
+    local ranks="--nccl-init $rdv --world-size 2 --pipeline-transport tcp"
     # shellcheck disable=SC2086
     timeout 120 "$NS" generate --device cuda --model "$m" $ranks --rank 1 \
       2>>"$OUT/pipeline-rank1.log" &

@@ -67,8 +67,9 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
       ->each(pipeline_given);
   cmd.add_flag("--micro-batching,!--no-micro-batching", f.micro_batching,
                "overlap the pipeline stages: the engine keeps one group of sequences in "
-               "flight per stage, a thread per stage (stages in one process; with ranks of "
-               "other processes: micro-batches in turn). Off by default; docs/multi-gpu.md")
+               "flight per stage, a thread per stage (stages in one process) or ranks over "
+               "--pipeline-transport nccl; over tcp: micro-batches in turn. Off by default; "
+               "docs/multi-gpu.md")
       ->each(pipeline_given);
   cmd.add_option("--nccl-init", f.nccl_init,
                  "tcp://HOST:PORT where rank 0 of a multi-process pipeline listens and the other "
@@ -87,6 +88,12 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
   cmd.add_option("--rank-timeout", f.rank_timeout,
                  "seconds rank 0 waits for a rank's answer to a step (then that replica fails), "
                  "and either side for the other to take a message")
+      ->capture_default_str();
+  cmd.add_option("--pipeline-transport", f.pipeline_transport,
+                 "how the processes of a multi-process pipeline pass hidden states: nccl (rank "
+                 "to rank, libnccl.so.2 or NOVASERVE_NCCL_LIB), tcp (through rank 0), or auto "
+                 "(nccl for --device cuda when every rank loads NCCL, else tcp); every rank "
+                 "gives the same")
       ->capture_default_str();
   if (with_memory_utilization) {
     cmd.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
@@ -121,10 +128,17 @@ Result<std::optional<RankWorld>> rank_world(const DeviceFlags& f) {
                                              std::to_string(f.world_size) + " (ranks 0.." +
                                              std::to_string(f.world_size - 1) + ")");
   }
+  auto transport = parse_rank_transport(f.pipeline_transport);
+  if (!transport.ok()) return transport.error();
   if (f.world_size == 1) {
     if (!f.nccl_init.empty()) {
       return Err(ErrorCode::kInvalidInput,
                  "--nccl-init needs --world-size > 1 (the processes of the pipeline)");
+    }
+    if (*transport != RankTransport::kAuto) {
+      return Err(ErrorCode::kInvalidInput,
+                 "--pipeline-transport applies to a pipeline of several processes (--world-size "
+                 "> 1); the stages of one process pass hidden states by copies");
     }
     return std::optional<RankWorld>();
   }
@@ -153,7 +167,9 @@ Result<std::optional<RankWorld>> rank_world(const DeviceFlags& f) {
                "--gpu lists " + std::to_string(f.gpus.size()) +
                    " GPUs; with --world-size each process names its own one");
   }
+  NOVASERVE_RETURN_IF_ERROR(check_rank_transport(*transport));
   RankWorld w;
+  w.transport = *transport;
   w.address = *address;
   w.rank = static_cast<int>(f.rank);
   w.world_size = static_cast<int>(f.world_size);
@@ -180,10 +196,19 @@ StageFactory rank_stage_factory(const DeviceFlags& f, std::shared_ptr<const Gguf
 }  // namespace
 
 std::string rank0_only_flags_given(const CLI::App& cmd) {
-  static const std::set<std::string> kRankFlags = {
-      "model",   "device",    "gpu",       "no-graphs",         "gpu-memory-utilization",
-      "threads", "numa",      "nccl-init", "nccl-init-timeout", "rank-timeout",
-      "rank",    "world-size"};
+  static const std::set<std::string> kRankFlags = {"model",
+                                                   "device",
+                                                   "gpu",
+                                                   "no-graphs",
+                                                   "threads",
+                                                   "gpu-memory-utilization",
+                                                   "numa",
+                                                   "nccl-init",
+                                                   "rank",
+                                                   "nccl-init-timeout",
+                                                   "rank-timeout",
+                                                   "world-size",
+                                                   "pipeline-transport"};
   std::string out;
   for (const CLI::Option* o : cmd.get_options()) {
     if (o->count() == 0 || o->get_lnames().empty()) continue;

@@ -39,11 +39,12 @@ struct DeviceFlags {
   bool micro_batching = false;        ///< --micro-batching / --no-micro-batching
   bool pipeline_flags_given = false;  ///< --layer-split or --(no-)micro-batching appeared
   /// Several processes, one stage each (runtime/pipeline/rank_pipeline.h).
-  std::string nccl_init;           ///< --nccl-init tcp://HOST:PORT; "" = one process
-  int64_t rank = 0;                ///< --rank
-  int64_t world_size = 1;          ///< --world-size
-  double nccl_init_timeout = 120;  ///< --nccl-init-timeout, seconds
-  double rank_timeout = 60;        ///< --rank-timeout, seconds
+  std::string nccl_init;                    ///< --nccl-init tcp://HOST:PORT; "" = one process
+  int64_t rank = 0;                         ///< --rank
+  int64_t world_size = 1;                   ///< --world-size
+  double nccl_init_timeout = 120;           ///< --nccl-init-timeout, seconds
+  double rank_timeout = 60;                 ///< --rank-timeout, seconds
+  std::string pipeline_transport = "auto";  ///< --pipeline-transport: auto, nccl or tcp
 };
 
 /// Adds --device, --gpu, --no-graphs, the pipeline and multi-process flags, plus
@@ -114,8 +115,10 @@ Result<GgmlType> resolve_kv_cache_dtype(const DeviceFlags& f, const std::string&
 /// --world-size outside [1, 1024], a --rank outside [0, --world-size), --nccl-init without a
 /// world of several ranks or the other way round, a malformed --nccl-init, a
 /// --nccl-init-timeout or --rank-timeout outside (0, 86400], a --pipeline-parallel other than
-/// --world-size, or
-/// more than one --gpu entry per rank. The factory's own errors include a
+/// --world-size, more than one --gpu entry per rank, a --pipeline-transport other than auto,
+/// nccl or tcp, or other than auto in one process; kNotFound or kUnsupported for
+/// --pipeline-transport nccl where NCCL does not load (NcclLibrary::load). The factory's own errors
+/// include a
 /// --layer-split that does not fit the model (one line: parse_layer_split).
 Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_threads,
                                             uint64_t kv_bytes = 0);

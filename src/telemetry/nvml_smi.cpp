@@ -4,16 +4,11 @@
 
 #include <algorithm>
 
+#include "common/dl_symbol.h"
 #include "telemetry/nvml_api.h"
 
 namespace novaserve {
 namespace {
-
-template <typename F>
-bool resolve(void* lib, const char* symbol, F& fn) {
-  fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  return fn != nullptr;
-}
 
 class NvmlSmi final : public Smi {
  public:
@@ -154,22 +149,26 @@ Result<std::unique_ptr<Smi>> open_nvml_smi() {
   }
   nvml::Api a{};
   const bool all =
-      resolve(lib, "nvmlInit_v2", a.init_v2) && resolve(lib, "nvmlShutdown", a.shutdown) &&
-      resolve(lib, "nvmlErrorString", a.error_string) &&
-      resolve(lib, "nvmlDeviceGetCount_v2", a.device_get_count_v2) &&
-      resolve(lib, "nvmlDeviceGetHandleByIndex_v2", a.device_get_handle_by_index_v2) &&
-      resolve(lib, "nvmlDeviceGetHandleByPciBusId_v2", a.device_get_handle_by_pci_bus_id_v2) &&
-      resolve(lib, "nvmlDeviceGetTemperature", a.device_get_temperature) &&
-      resolve(lib, "nvmlDeviceGetPowerUsage", a.device_get_power_usage) &&
-      resolve(lib, "nvmlDeviceGetTotalEnergyConsumption", a.device_get_total_energy_consumption) &&
-      resolve(lib, "nvmlDeviceGetUtilizationRates", a.device_get_utilization_rates) &&
-      resolve(lib, "nvmlDeviceGetMemoryInfo", a.device_get_memory_info) &&
-      resolve(lib, "nvmlDeviceGetClockInfo", a.device_get_clock_info) &&
-      resolve(lib, "nvmlDeviceGetSupportedMemoryClocks", a.device_get_supported_memory_clocks) &&
-      resolve(lib, "nvmlDeviceGetSupportedGraphicsClocks",
-              a.device_get_supported_graphics_clocks) &&
-      resolve(lib, "nvmlDeviceSetGpuLockedClocks", a.device_set_gpu_locked_clocks) &&
-      resolve(lib, "nvmlDeviceResetGpuLockedClocks", a.device_reset_gpu_locked_clocks);
+      resolve_symbol(lib, "nvmlInit_v2", a.init_v2) &&
+      resolve_symbol(lib, "nvmlShutdown", a.shutdown) &&
+      resolve_symbol(lib, "nvmlErrorString", a.error_string) &&
+      resolve_symbol(lib, "nvmlDeviceGetCount_v2", a.device_get_count_v2) &&
+      resolve_symbol(lib, "nvmlDeviceGetHandleByIndex_v2", a.device_get_handle_by_index_v2) &&
+      resolve_symbol(lib, "nvmlDeviceGetHandleByPciBusId_v2",
+                     a.device_get_handle_by_pci_bus_id_v2) &&
+      resolve_symbol(lib, "nvmlDeviceGetTemperature", a.device_get_temperature) &&
+      resolve_symbol(lib, "nvmlDeviceGetPowerUsage", a.device_get_power_usage) &&
+      resolve_symbol(lib, "nvmlDeviceGetTotalEnergyConsumption",
+                     a.device_get_total_energy_consumption) &&
+      resolve_symbol(lib, "nvmlDeviceGetUtilizationRates", a.device_get_utilization_rates) &&
+      resolve_symbol(lib, "nvmlDeviceGetMemoryInfo", a.device_get_memory_info) &&
+      resolve_symbol(lib, "nvmlDeviceGetClockInfo", a.device_get_clock_info) &&
+      resolve_symbol(lib, "nvmlDeviceGetSupportedMemoryClocks",
+                     a.device_get_supported_memory_clocks) &&
+      resolve_symbol(lib, "nvmlDeviceGetSupportedGraphicsClocks",
+                     a.device_get_supported_graphics_clocks) &&
+      resolve_symbol(lib, "nvmlDeviceSetGpuLockedClocks", a.device_set_gpu_locked_clocks) &&
+      resolve_symbol(lib, "nvmlDeviceResetGpuLockedClocks", a.device_reset_gpu_locked_clocks);
   if (!all) {
     dlclose(lib);
     return Err(ErrorCode::kUnsupported, "NVML: libnvidia-ml.so.1 lacks an entry point we need");

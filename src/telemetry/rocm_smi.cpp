@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/dl_symbol.h"
 #include "telemetry/pci_address.h"
 
 namespace novaserve {
@@ -28,12 +29,6 @@ struct RsmiApi {
   decltype(&rsmi_dev_perf_level_get) perf_get;
   decltype(&rsmi_dev_perf_level_set) perf_set;
 };
-
-template <typename F>
-bool resolve(void* lib, const char* symbol, F& fn) {
-  fn = reinterpret_cast<F>(dlsym(lib, symbol));
-  return fn != nullptr;
-}
 
 class RocmSmi final : public Smi {
  public:
@@ -157,20 +152,20 @@ Result<std::unique_ptr<Smi>> open_rocm_smi() {
     return Err(ErrorCode::kNotFound, std::string("ROCm SMI not available: ") + dlerror());
   }
   RsmiApi a{};
-  const bool all = resolve(lib, "rsmi_init", a.init) &&
-                   resolve(lib, "rsmi_shut_down", a.shut_down) &&
-                   resolve(lib, "rsmi_num_monitor_devices", a.num_devices) &&
-                   resolve(lib, "rsmi_dev_pci_id_get", a.pci_id) &&
-                   resolve(lib, "rsmi_dev_temp_metric_get", a.temp) &&
-                   resolve(lib, "rsmi_dev_power_ave_get", a.power) &&
-                   resolve(lib, "rsmi_dev_energy_count_get", a.energy) &&
-                   resolve(lib, "rsmi_dev_busy_percent_get", a.busy) &&
-                   resolve(lib, "rsmi_dev_memory_usage_get", a.mem_used) &&
-                   resolve(lib, "rsmi_dev_memory_total_get", a.mem_total) &&
-                   resolve(lib, "rsmi_dev_gpu_clk_freq_get", a.clk) &&
-                   resolve(lib, "rsmi_dev_clk_range_set", a.clk_range_set) &&
-                   resolve(lib, "rsmi_dev_perf_level_get", a.perf_get) &&
-                   resolve(lib, "rsmi_dev_perf_level_set", a.perf_set);
+  const bool all = resolve_symbol(lib, "rsmi_init", a.init) &&
+                   resolve_symbol(lib, "rsmi_shut_down", a.shut_down) &&
+                   resolve_symbol(lib, "rsmi_num_monitor_devices", a.num_devices) &&
+                   resolve_symbol(lib, "rsmi_dev_pci_id_get", a.pci_id) &&
+                   resolve_symbol(lib, "rsmi_dev_temp_metric_get", a.temp) &&
+                   resolve_symbol(lib, "rsmi_dev_power_ave_get", a.power) &&
+                   resolve_symbol(lib, "rsmi_dev_energy_count_get", a.energy) &&
+                   resolve_symbol(lib, "rsmi_dev_busy_percent_get", a.busy) &&
+                   resolve_symbol(lib, "rsmi_dev_memory_usage_get", a.mem_used) &&
+                   resolve_symbol(lib, "rsmi_dev_memory_total_get", a.mem_total) &&
+                   resolve_symbol(lib, "rsmi_dev_gpu_clk_freq_get", a.clk) &&
+                   resolve_symbol(lib, "rsmi_dev_clk_range_set", a.clk_range_set) &&
+                   resolve_symbol(lib, "rsmi_dev_perf_level_get", a.perf_get) &&
+                   resolve_symbol(lib, "rsmi_dev_perf_level_set", a.perf_set);
   if (!all) {
     dlclose(lib);
     return Err(ErrorCode::kUnsupported, "ROCm SMI: librocm_smi64.so.1 lacks an entry point");

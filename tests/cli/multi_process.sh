@@ -61,27 +61,6 @@ rc=$?
 grep -q "only 0 of the 1 other ranks joined within 1 s (missing: rank 1)" "$TMP/err" ||
   fail "rank 0 alone: message: $(tail -1 "$TMP/err")"
 
-# run_ranks W FLAGS...: rank 0 generates (stdout in $TMP/pipe), ranks 1..W-1 serve; every
-# process must exit 0.
-run_ranks() {
-  local world=$1
-  shift
-  local port pids=() r
-  port=$(free_port)
-  for r in $(seq 1 $((world - 1))); do
-    "$BIN" generate --model "$MODEL" --threads 1 --nccl-init tcp://127.0.0.1:$port \
-      --world-size "$world" --rank "$r" "$@" 2>"$TMP/rank$r.err" &
-    pids+=($!)
-  done
-  "$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 \
-    --nccl-init tcp://127.0.0.1:$port --world-size "$world" "$@" >"$TMP/pipe" 2>"$TMP/err" ||
-    fail "rank 0 of $world ($*) exited $?: $(tail -c 300 "$TMP/err")"
-  for r in $(seq 1 $((world - 1))); do
-    wait "${pids[$((r - 1))]}" || fail "rank $r of $world ($*) exited $?: $(cat "$TMP/rank$r.err")"
-    grep -q "rank $r: rank 0 shut down" "$TMP/rank$r.err" || fail "rank $r: no shutdown line"
-  done
-}
-
 prompt="The capital of France is"
 "$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 >"$TMP/one" 2>/dev/null ||
   fail "generate (one process) exited $?"
@@ -99,12 +78,7 @@ echo "ok: 2 and 3 processes generate the one-process text: $(head -c 60 "$TMP/on
 
 # serve over two processes, then rank 1 dies.
 start_serve serve
-code=$(completion)
-[ "$code" = 200 ] || fail "serve over 2 processes: HTTP $code: $(head -c 300 "$TMP/resp")"
-python3 -c 'import json, sys
-got = json.load(open(sys.argv[1]))["choices"][0]["text"]
-sys.exit(0 if got == open(sys.argv[2]).read().rstrip("\n") else 1)' "$TMP/resp" "$TMP/one" ||
-  fail "serve over 2 processes: text differs from generate: $(head -c 300 "$TMP/resp")"
+expect_one_process_text "serve over 2 processes"
 kill -9 $rank1_pid
 wait $rank1_pid 2>/dev/null
 expect_failed_replica "after rank 1 died" "rank 1 closed the connection"

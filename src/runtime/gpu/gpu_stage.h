@@ -60,6 +60,23 @@ class GpuStage final : public PipelineStage {
   /// Its runner (stream, buffers, graphs) is its own and sets its device on every call, as
   /// data-parallel replicas on one device do from their engine threads.
   bool runs_on_own_thread() const override { return true; }
+  /// The runner's stream, for a transport that queues on it (NCCL: its ncclSend of
+  /// hidden_output() and ncclRecv into hidden_input() are ordered with the stage's kernels);
+  /// make_current sets the runner's device, done is cudaStreamQuery.
+  StageStream stream() const override {
+    const int device = runner_->device();
+    const cudaStream_t s = runner_->stream();
+    StageStream out;
+    out.stream = static_cast<void*>(s);
+    out.make_current = [device] { return gpu_status(cudaSetDevice(device), "cudaSetDevice"); };
+    out.done = [s]() -> Result<bool> {
+      const cudaError_t e = cudaStreamQuery(s);
+      if (e == cudaErrorNotReady) return false;
+      NOVASERVE_RETURN_IF_ERROR(gpu_status(e, "cudaStreamQuery (a pipeline transfer)"));
+      return true;
+    };
+    return out;
+  }
 
   const GpuLlamaRunner& runner() const { return *runner_; }
 

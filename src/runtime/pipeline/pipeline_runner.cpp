@@ -12,8 +12,12 @@ namespace novaserve {
 
 namespace {
 
+// snprintf: GCC 12 warns falsely (-Wrestrict) on the string concatenation once inlined here.
 std::string range_text(LayerRange r) {
-  return "[" + std::to_string(r.first) + ", " + std::to_string(r.last) + ")";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "[%lld, %lld)", static_cast<long long>(r.first),
+                static_cast<long long>(r.last));
+  return buf;
 }
 
 std::string mib(uint64_t bytes) {
@@ -44,6 +48,16 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::create(
     return Err(ErrorCode::kInvalidInput, "pipeline stages end at layer " + std::to_string(next) +
                                              "; the model has " + std::to_string(config.n_layer));
   }
+  // Direct stages need their predecessor to send itself too: all stages after the first, or
+  // none.
+  for (size_t st = 0; st < stages.size(); ++st) {
+    if (stages[st]->direct() != (st > 0 && stages.back()->direct())) {
+      return Err(ErrorCode::kInvalidInput,
+                 "pipeline stage " + std::to_string(st) +
+                     ": either every stage after the first moves its own hidden states (direct) "
+                     "or none does");
+    }
+  }
   std::unique_ptr<PipelineRunner> p(new PipelineRunner());
   p->config_ = config;
   p->stages_ = std::move(stages);
@@ -54,7 +68,10 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::create(
       std::all_of(p->stages_.begin(), p->stages_.end(),
                   [](const std::unique_ptr<PipelineStage>& s) { return s->runs_on_own_thread(); });
   const bool overlap = options.micro_batching && n > 1 && own_threads;
-  p->steps_.resize(overlap ? static_cast<size_t>(n) : 1);
+  p->direct_ = n > 1 && p->stages_.back()->direct();
+  const bool slots = overlap || (p->direct_ && options.micro_batching);
+  p->steps_.resize(slots ? static_cast<size_t>(n) : 1);
+  if (p->direct_) p->direct_slots_.resize(p->steps_.size());
   for (Step& step : p->steps_) step.stage_seqs.resize(static_cast<size_t>(n));
   if (overlap) {
     PipelineRunner* self = p.get();
@@ -69,17 +86,22 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::create(
 
 std::string PipelineRunner::describe() const {
   std::string s = "pipeline of " + std::to_string(stages_.size()) + " stages (layers";
-  for (const auto& st : stages_) s += " " + range_text(st->layers());
+  for (const auto& st : stages_) s.append(" ").append(range_text(st->layers()));
   s += "), micro-batching ";
   if (workers_) {
     s += "on (stages overlapped: up to " + std::to_string(stages_.size()) +
          " steps in flight, a thread per stage)";
+  } else if (direct_) {
+    s += options_.micro_batching ? "on (ranks overlapped: up to " + std::to_string(stages_.size()) +
+                                       " steps in flight, the ranks in their own processes)"
+                                 : "off";
   } else {
     s += options_.micro_batching ? "on (micro-batches run in turn: stages in other processes do "
                                    "not overlap)"
                                  : "off";
   }
-  s += ", " + std::string(transport_->name()) + " transport; stage 0: " + stages_[0]->describe();
+  s.append(", ").append(transport_->name()).append(" transport; stage 0: ");
+  s += stages_[0]->describe();
   return s;
 }
 
@@ -201,8 +223,8 @@ Status PipelineRunner::prepare(Step& step, std::span<const ForwardSeq> seqs, Act
 }
 
 Status PipelineRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
-  if (workers_) {
-    if (workers_->any_in_flight()) {
+  if (workers_ || direct_) {
+    if (workers_ ? workers_->any_in_flight() : direct_in_flight()) {
       return Err(ErrorCode::kInvalidInput, "pipeline forward() while steps are in flight");
     }
     NOVASERVE_RETURN_IF_ERROR(submit(0, seqs, mode));
@@ -253,6 +275,24 @@ Status PipelineRunner::run_group(Step& step, size_t first, size_t count) {
 }
 
 Status PipelineRunner::submit(int slot, std::span<const ForwardSeq> seqs, ActQuant mode) {
+  if (direct_) {
+    if (slot < 0 || slot >= max_in_flight() || direct_slots_[static_cast<size_t>(slot)].in_flight) {
+      return Err(ErrorCode::kInvalidInput,
+                 "pipeline slot " + std::to_string(slot) + " is out of range or in flight");
+    }
+    Step& step = steps_[static_cast<size_t>(slot)];
+    NOVASERVE_RETURN_IF_ERROR(prepare(step, seqs, mode));
+    DirectSlot& d = direct_slots_[static_cast<size_t>(slot)];
+    if (step.seqs.empty()) {  // nothing to send: done at once
+      step.out.begin(step.seqs, config_.n_vocab);
+      d = DirectSlot{true, true, {}};
+      return {};
+    }
+    NOVASERVE_RETURN_IF_ERROR(start_direct(step));
+    d = DirectSlot{true, false, {}};
+    started_.push_back(slot);
+    return {};
+  }
   if (!workers_) return ModelRunner::submit(slot, seqs, mode);
   if (slot < 0 || slot >= n_stages() || workers_->in_flight(slot)) {
     return Err(ErrorCode::kInvalidInput,
@@ -264,6 +304,18 @@ Status PipelineRunner::submit(int slot, std::span<const ForwardSeq> seqs, ActQua
 }
 
 Status PipelineRunner::wait(int slot) {
+  if (direct_) {
+    if (slot < 0 || slot >= max_in_flight() ||
+        !direct_slots_[static_cast<size_t>(slot)].in_flight) {
+      return Err(ErrorCode::kInvalidInput,
+                 "pipeline slot " + std::to_string(slot) + " has no step in flight");
+    }
+    DirectSlot& d = direct_slots_[static_cast<size_t>(slot)];
+    while (!d.finished) finish_oldest();
+    d.in_flight = false;
+    outputs_ = max_in_flight() > 1 ? &steps_[static_cast<size_t>(slot)].out : nullptr;
+    return d.status;
+  }
   if (!workers_) return ModelRunner::wait(slot);
   if (!workers_->in_flight(slot)) {
     return Err(ErrorCode::kInvalidInput,
@@ -300,6 +352,39 @@ Status PipelineRunner::run_stage(int stage, int slot) {
   NOVASERVE_RETURN_IF_ERROR(s.forward(step.stage_seqs[static_cast<size_t>(stage)], step.mode));
   if (stage + 1 == n_stages()) return {};
   return transport_->send(stage, s.hidden_output(), rows_of(step.seqs) * config_.n_embd);
+}
+
+Status PipelineRunner::start_direct(Step& step) {
+  // The plans first, so that every rank is ready for its input when it comes.
+  for (size_t st = 1; st < stages_.size(); ++st) {
+    NOVASERVE_RETURN_IF_ERROR(stages_[st]->start_forward(step.stage_seqs[st], step.mode));
+  }
+  NOVASERVE_RETURN_IF_ERROR(stages_[0]->forward(step.stage_seqs[0], step.mode));
+  return transport_->send(0, stages_[0]->hidden_output(), rows_of(step.seqs) * config_.n_embd);
+}
+
+void PipelineRunner::finish_oldest() {
+  const int slot = started_.front();
+  started_.pop_front();
+  Step& step = steps_[static_cast<size_t>(slot)];
+  Status st;
+  // Every stage, even after a failure: each reads its own answer of this step.
+  for (size_t i = 1; i < stages_.size(); ++i) {
+    const Status finished = stages_[i]->finish_forward();
+    if (st.ok()) st = finished;
+  }
+  if (st.ok() && max_in_flight() > 1) {
+    step.out.begin(step.seqs, config_.n_vocab);
+    step.out.copy(*stages_.back(), step.seqs, 0);
+  }
+  DirectSlot& d = direct_slots_[static_cast<size_t>(slot)];
+  d.finished = true;
+  d.status = st;
+}
+
+bool PipelineRunner::direct_in_flight() const {
+  return std::any_of(direct_slots_.begin(), direct_slots_.end(),
+                     [](const DirectSlot& d) { return d.in_flight; });
 }
 
 Status PipelineRunner::keep_outputs(int slot) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,9 +23,13 @@ struct PipelineOptions {
   /// process (PipelineStage::runs_on_own_thread), each stage gets a thread and up to n_stages
   /// steps are in flight (max_in_flight(): the engine keeps that many groups of sequences
   /// going), so stage s + 1 works on one group's step while stage s works on the next group's.
-  /// Otherwise (a stage in another process) each step is split into up to n_stages
-  /// micro-batches that follow each other through the stages, not overlapped. Results are
-  /// bit-identical either way on the CPU (its forward pass is batch-invariant). Off by default.
+  /// When the stages after the first are direct (ranks over the NCCL transport:
+  /// PipelineStage::direct), up to n_stages steps are in flight too: each submit() sends the
+  /// ranks their plans and runs stage 0 on the caller's thread, while the ranks, each in its
+  /// process, work on the steps before it. Otherwise (ranks over the TCP star) each step is split
+  /// into up to n_stages micro-batches that follow each other through the stages, not
+  /// overlapped. Results are bit-identical in every case on the CPU (its forward pass is
+  /// batch-invariant). Off by default.
   bool micro_batching = false;
   /// The KV pool budget (bytes, all layers, K and V) kv_memory_budget() reports: for host
   /// stages, --kv-cache-memory.
@@ -33,12 +38,15 @@ struct PipelineOptions {
 
 /// Without overlap the stages run one after the other on the calling thread; with it
 /// (PipelineOptions::micro_batching, every stage in this process) each stage runs on a thread of
-/// its own (stage_workers.h) and steps of different slots overlap. Not thread-safe: one thread
-/// calls the runner.
+/// its own (stage_workers.h) and steps of different slots overlap. Direct stages (ranks over
+/// NCCL) run in their own processes: submit() starts a step there (the plans leave, stage 0 runs
+/// here and sends its output) and wait() reads the last stage's answers, in the order the steps
+/// were started. Not thread-safe: one thread calls the runner.
 class PipelineRunner final : public ModelRunner {
  public:
   /// `stages` must cover [0, config.n_layer) in order with consecutive, non-empty ranges, and
-  /// `transport` link them. Errors: kInvalidInput otherwise.
+  /// `transport` link them; either every stage after the first is direct (then `transport` only
+  /// carries stage 0's sends) or none is. Errors: kInvalidInput otherwise.
   static Result<std::unique_ptr<PipelineRunner>> create(
       const ModelConfig& config, std::vector<std::unique_ptr<PipelineStage>> stages,
       std::unique_ptr<Transport> transport, PipelineOptions options);
@@ -46,8 +54,8 @@ class PipelineRunner final : public ModelRunner {
   const ModelConfig& config() const override { return config_; }
   std::string describe() const override;
   /// ModelRunner::forward. Each KV view must come from an allocate_kv() (checked:
-  /// kInvalidInput). With overlap: submit() to slot 0 and wait(); kInvalidInput while a step
-  /// is in flight.
+  /// kInvalidInput). With overlap or direct stages: submit() to slot 0 and wait();
+  /// kInvalidInput while a step is in flight.
   Status forward(std::span<const ForwardSeq> seqs, ActQuant mode) override;
   /// Not while a step is in flight.
   Status reserve(int64_t max_rows, int64_t max_seqs, int64_t max_context,
@@ -57,14 +65,18 @@ class PipelineRunner final : public ModelRunner {
   const float* logits(size_t seq, int32_t token = -1) const override;
   /// The last stage's greedy_token for each sequence of that step.
   std::optional<int32_t> greedy_token(size_t seq) const override;
-  /// n_stages when the stages overlap, else 1.
-  int max_in_flight() const override { return workers_ ? n_stages() : 1; }
+  /// n_stages when the stages overlap, or are direct with micro_batching; else 1.
+  int max_in_flight() const override { return static_cast<int>(steps_.size()); }
   /// With overlap: checks the step as forward() does (errors: forward()'s input errors, and
   /// kInvalidInput for a slot out of range or in flight), copies it (the ForwardSeq array, its
-  /// tokens and block tables) and queues it at stage 0. Without: ModelRunner::submit.
+  /// tokens and block tables) and queues it at stage 0. Direct stages: the same checks and copy,
+  /// then every remote stage's plan leaves, stage 0 runs and sends its output (errors also:
+  /// theirs). Without either: ModelRunner::submit.
   Status submit(int slot, std::span<const ForwardSeq> seqs, ActQuant mode) override;
-  /// With overlap: waits until the last stage has stored the step's outputs. Errors: a stage's
-  /// forward or transport error; kInvalidInput for a slot with no step in flight.
+  /// With overlap: waits until the last stage has stored the step's outputs. Direct stages:
+  /// reads the answers of the steps started before it first (in start order, keeping each
+  /// one's outputs in its slot), then its own. Errors: a stage's forward or transport error (a
+  /// rank's, named); kInvalidInput for a slot with no step in flight.
   Status wait(int slot) override;
 
   /// Every stage keeps its own KV pools, so the engine's pool is "device" memory: the engine
@@ -115,12 +127,28 @@ class PipelineRunner final : public ModelRunner {
   Status receive_hidden(int stage, int slot);
   Status run_stage(int stage, int slot);
   Status keep_outputs(int slot);
+  // Direct stages: starts `step` (every remote stage's plan, then stage 0 and its send).
+  Status start_direct(Step& step);
+  // Direct stages: reads the answers of the oldest started step and keeps its outputs in its
+  // slot (with one slot the last stage keeps them).
+  void finish_oldest();
+  bool direct_in_flight() const;
 
   ModelConfig config_;
   std::vector<std::unique_ptr<PipelineStage>> stages_;
   std::unique_ptr<Transport> transport_;
   PipelineOptions options_;
   std::vector<KvPool> pools_;
+  bool direct_ = false;  // the stages after the first are direct
+
+  // Direct stages: per slot, whether its step is in flight, finished (answers read) and how.
+  struct DirectSlot {
+    bool in_flight = false;
+    bool finished = false;
+    Status status;
+  };
+  std::vector<DirectSlot> direct_slots_;
+  std::deque<int> started_;  // slots started and not finished, oldest first
 
   std::vector<int32_t> seq_pool_;  // per sequence of the step being prepared: its pools_ index
   std::vector<Step> steps_;        // per slot

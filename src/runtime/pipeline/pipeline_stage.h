@@ -11,6 +11,7 @@
 #include "common/result.h"
 #include "model/llama_forward.h"
 #include "model/model_runner.h"
+#include "runtime/pipeline/stage_stream.h"
 
 namespace novaserve {
 
@@ -79,6 +80,26 @@ class PipelineStage {
   /// (CpuStage, GpuStage), whose state is their own. A pipeline overlaps steps only when every
   /// stage does (pipeline_runner.h). The default, false, keeps a stage on the caller's thread.
   virtual bool runs_on_own_thread() const { return false; }
+  /// The stream the stage's device work is ordered on, for a transport that queues transfers
+  /// on it (NCCL); empty for host memory.
+  virtual StageStream stream() const { return {}; }
+
+  // Direct stages (a RemoteStage over the NCCL transport, docs/multi-gpu.md "The NCCL
+  // transport") receive their input from the previous stage and send their output to the next
+  // themselves, in their own process: the runner neither recv()s into them nor send()s from
+  // them, and hands them a step in two calls, so that several steps can be on their way.
+
+  /// Whether this stage moves its own hidden states (see above).
+  virtual bool direct() const { return false; }
+  /// Hands the stage its part of a step and returns without waiting for it; steps started
+  /// one after the other run in that order. The default runs forward(). Errors: those of
+  /// forward() that are found before the step leaves.
+  virtual Status start_forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
+    return forward(seqs, mode);
+  }
+  /// Waits for the oldest started step that has not been finished; logits() and greedy_token()
+  /// then refer to it. The default has nothing to wait for. Errors: the step's.
+  virtual Status finish_forward() { return {}; }
 };
 
 }  // namespace novaserve

@@ -280,6 +280,32 @@ Result<RankMessage> RankLink::receive(std::optional<std::chrono::milliseconds> t
   return m;
 }
 
+Result<size_t> RankLink::wait_any(std::span<RankLink* const> links,
+                                  std::chrono::milliseconds timeout, const char* timeout_flag) {
+  std::vector<pollfd> fds;
+  for (size_t i = 0; i < links.size(); ++i) {
+    if (!links[i]->state_->read_failure.empty()) return i;
+    fds.push_back(pollfd{links[i]->state_->socket.native_handle(), POLLIN, 0});
+  }
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, left)));
+    if (n > 0) {
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].revents != 0) return i;
+      }
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || left <= 0) break;
+  }
+  State& s = *links[0]->state_;
+  s.read_failure = rank_name(s.peer_rank) + " did not answer within " + seconds(timeout) + " s";
+  if (timeout_flag != nullptr) s.read_failure += " (" + std::string(timeout_flag) + ")";
+  return Err(ErrorCode::kIo, s.read_failure);
+}
+
 void RankLink::shutdown_peer(const std::string& reason) {
   if (!state_) return;  // moved from
   State& s = *state_;

@@ -97,6 +97,16 @@ class RankLink {
   Result<RankMessage> receive(std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                               const char* timeout_flag = nullptr);
 
+  /// Waits until one of `links` has bytes to read, or its connection closed or failed, for at
+  /// most `timeout`. links[0] is the link whose answer is awaited; the others are watched for a
+  /// message they may send meanwhile (rank 0 waits for the last stage of a direct pipeline and
+  /// hears the other ranks' failures). Returns the index of the first such link (one whose
+  /// receive already failed counts at once); receive() on it then reads the message. Errors:
+  /// kIo on the timeout, "rank R did not answer within S s (`timeout_flag`)" for links[0],
+  /// which then stays failed as after a receive() timeout.
+  static Result<size_t> wait_any(std::span<RankLink* const> links,
+                                 std::chrono::milliseconds timeout, const char* timeout_flag);
+
   /// Tells the peer to shut down: {"op": "shutdown"}, with "error": `reason` when it is not
   /// empty (the rank then exits 1 with it, else 0). At most once per link (later calls do
   /// nothing); best effort and bounded: it waits at most 1 s for a message another thread is

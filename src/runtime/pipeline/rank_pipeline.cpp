@@ -7,6 +7,7 @@
 
 #include "gguf/gguf_fingerprint.h"
 #include "runtime/pipeline/layer_split.h"
+#include "runtime/pipeline/nccl_transport.h"
 #include "runtime/pipeline/rank_listener.h"
 #include "runtime/pipeline/remote_stage.h"
 #include "runtime/pipeline/staged_copy_transport.h"
@@ -24,6 +25,36 @@ std::string field_text(const nlohmann::json& model, const char* key) {
   const auto it = model.find(key);
   if (it == model.end()) return "none";
   return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+// Rank 0's side of the NCCL world: the unique id to every rank ("nccl_init", sent before rank
+// 0 creates its own communicator, which returns only once every rank has called
+// ncclCommInitRank), then their answers. The remote stages are direct afterwards.
+Result<std::unique_ptr<Transport>> start_nccl_world(const TransportChoice& choice,
+                                                    const std::vector<RemoteStage*>& remotes,
+                                                    const PipelineStage& local,
+                                                    const RankWorld& world) {
+  auto id = choice.library->unique_id();
+  if (!id.ok()) return id.error();
+  const std::string hex = unique_id_hex(*id);
+  for (RemoteStage* r : remotes) NOVASERVE_RETURN_IF_ERROR(r->start_nccl_init(hex));
+  auto mine = NcclTransport::create(choice.library, *id, 0, world.world_size, local.stream(),
+                                    world.timeout, world.step_timeout);
+  if (!mine.ok()) {
+    // A rank that failed first explains more than rank 0's own failure (often a timeout).
+    for (RemoteStage* r : remotes) {
+      std::vector<RankLink*> link = {r->link().get()};
+      if (!RankLink::wait_any(link, std::chrono::milliseconds(0), nullptr).ok()) continue;
+      if (const Status st = r->finish_nccl_init(); !st.ok()) return st.error();
+    }
+    return mine.error();
+  }
+  for (RemoteStage* r : remotes) NOVASERVE_RETURN_IF_ERROR(r->finish_nccl_init());
+  // The last stage hears the others' failures while it waits for its answer.
+  std::vector<std::shared_ptr<RankLink>> others;
+  for (size_t i = 0; i + 1 < remotes.size(); ++i) others.push_back(remotes[i]->link());
+  remotes.back()->watch(std::move(others));
+  return std::unique_ptr<Transport>(std::move(mine.value()));
 }
 
 }  // namespace
@@ -88,6 +119,7 @@ Result<std::unique_ptr<PipelineRunner>> create_rank0_pipeline(std::shared_ptr<co
     if (header_string(hello, "device") != device) {
       return who + " runs --device " + header_string(hello, "device") + ", rank 0 " + device;
     }
+    if (std::string why = transport_mismatch(hello, world.transport); !why.empty()) return why;
     const auto it = hello.find("model");
     const std::string why = model_mismatch(*identity, it == hello.end() ? nullptr : *it);
     return why.empty() ? "" : who + " loaded another model: " + why;
@@ -104,6 +136,15 @@ Result<std::unique_ptr<PipelineRunner>> create_rank0_pipeline(std::shared_ptr<co
     for (JoinedRank& j : *ranks) j.link.shutdown_peer(e.message);
     return e;
   };
+  std::vector<nlohmann::json> hellos;
+  for (const JoinedRank& j : *ranks) hellos.push_back(j.hello);
+  auto choice = choose_rank_transport(world.transport, device, hellos);
+  if (!choice.ok()) return give_up(choice.error());
+  std::fprintf(stderr, "novaserve pipeline: %s (%s)\n",
+               choice->nccl ? "NCCL transport: hidden states go from rank to rank, rank 0 sends "
+                              "step plans"
+                            : "TCP star transport: every hidden state goes through rank 0",
+               choice->why.c_str());
   const std::vector<LayerRange> ranges = layer_ranges(*split);
   std::vector<std::unique_ptr<PipelineStage>> stages;
   auto local = make_local(ranges[0]);
@@ -119,14 +160,20 @@ Result<std::unique_ptr<PipelineRunner>> create_rank0_pipeline(std::shared_ptr<co
     remotes.push_back(remote->get());
     stages.push_back(std::move(remote.value()));
   }
-  std::vector<PipelineStage*> views;
-  for (const auto& s : stages) views.push_back(s.get());
+  std::unique_ptr<Transport> transport;
+  if (choice->nccl) {
+    auto nccl = start_nccl_world(*choice, remotes, *stages[0], world);
+    if (!nccl.ok()) return give_up(nccl.error());
+    transport = std::move(nccl.value());
+  } else {
+    std::vector<PipelineStage*> views;
+    for (const auto& s : stages) views.push_back(s.get());
+    transport = std::make_unique<StagedCopyTransport>(std::move(views), model_config->n_embd);
+  }
   // Fails only on a broken invariant (the split covers the layers); its stages, destroyed then,
   // tell their ranks to shut down.
-  return PipelineRunner::create(
-      *model_config, std::move(stages),
-      std::make_unique<StagedCopyTransport>(std::move(views), model_config->n_embd),
-      PipelineOptions{config.micro_batching, config.kv_bytes});
+  return PipelineRunner::create(*model_config, std::move(stages), std::move(transport),
+                                PipelineOptions{config.micro_batching, config.kv_bytes});
 }
 
 Status run_pipeline_rank(const GgufFile& file, const RankWorld& world, const std::string& device,
@@ -135,11 +182,12 @@ Status run_pipeline_rank(const GgufFile& file, const RankWorld& world, const std
   if (!config.ok()) return config.error();
   auto identity = model_identity(file);
   if (!identity.ok()) return identity.error();
-  const nlohmann::json hello = {{"op", "hello"},
-                                {"rank", world.rank},
-                                {"world_size", world.world_size},
-                                {"device", device},
-                                {"model", *identity}};
+  nlohmann::json hello = {{"op", "hello"},
+                          {"rank", world.rank},
+                          {"world_size", world.world_size},
+                          {"device", device},
+                          {"model", *identity}};
+  add_transport_hello(hello, world.transport, device);
   auto link = connect_to_rank0(world.address, hello, world.timeout);
   if (!link.ok()) return link.error();
   link->set_send_timeout(world.step_timeout);
@@ -147,7 +195,8 @@ Status run_pipeline_rank(const GgufFile& file, const RankWorld& world, const std
                world.world_size, world.address.host.c_str(),
                static_cast<unsigned>(world.address.port));
   if (on_joined) on_joined();
-  const Status st = serve_stage(*link, *config, make_stage);
+  const StageServerOptions options{world.rank, world.world_size, world.timeout, world.step_timeout};
+  const Status st = serve_stage(*link, *config, make_stage, options);
   if (st.ok()) std::fprintf(stderr, "novaserve pipeline: rank %d: rank 0 shut down\n", world.rank);
   return st;
 }

@@ -47,6 +47,10 @@ void RemoteStage::abandon(const std::string& reason) {
 Result<RankMessage> RemoteStage::call(const nlohmann::json& header,
                                       std::span<const uint8_t> payload, bool step) const {
   NOVASERVE_RETURN_IF_ERROR(link_->send(header, payload));
+  return await_answer(step);
+}
+
+Result<RankMessage> RemoteStage::await_answer(bool step) const {
   auto answer = step ? link_->receive(timeouts_.step, "--rank-timeout")
                      : link_->receive(timeouts_.startup, "--nccl-init-timeout");
   if (!answer.ok()) return answer.error();
@@ -95,7 +99,16 @@ std::optional<uint64_t> RemoteStage::kv_memory_budget() const {
   return static_cast<uint64_t>(*b);
 }
 
-Status RemoteStage::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
+RemoteStage::StepShape RemoteStage::shape_of(std::span<const ForwardSeq> seqs) {
+  StepShape shape;
+  for (const ForwardSeq& q : seqs) {
+    shape.n_tokens.push_back(static_cast<int32_t>(q.tokens.size()));
+    shape.all_logits.push_back(q.all_logits ? 1 : 0);
+  }
+  return shape;
+}
+
+Result<int64_t> RemoteStage::map_pools(std::span<const ForwardSeq> seqs) {
   seq_pools_.resize(seqs.size());
   int64_t rows = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
@@ -108,14 +121,24 @@ Status RemoteStage::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
     seq_pools_[i] = static_cast<int32_t>(it - pool_tokens_.begin());
     rows += static_cast<int64_t>(seqs[i].tokens.size());
   }
-  const size_t n_hidden = static_cast<size_t>(rows * n_embd_);
+  return rows;
+}
+
+Status RemoteStage::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
+  if (direct_) {
+    NOVASERVE_RETURN_IF_ERROR(start_forward(seqs, mode));
+    return finish_forward();
+  }
+  auto rows = map_pools(seqs);
+  if (!rows.ok()) return rows.error();
+  const size_t n_hidden = static_cast<size_t>(*rows * n_embd_);
   if (hidden_in_.size() < n_hidden) hidden_in_.resize(n_hidden);
   const RankMessage step =
       encode_step(seqs, seq_pools_, mode, std::span<const float>(hidden_in_.data(), n_hidden));
   auto answer = call(step.header, step.payload, /*step=*/true);
   if (!answer.ok()) return answer.error();
-  const std::vector<uint8_t>& p = answer->payload;
   if (!last_) {
+    const std::vector<uint8_t>& p = answer->payload;
     if (p.size() != n_hidden * sizeof(float)) {
       return Err(ErrorCode::kIo, who_ + " answered a hidden state of " + std::to_string(p.size()) +
                                      " bytes, expected " +
@@ -125,16 +148,66 @@ Status RemoteStage::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
     std::memcpy(hidden_out_.data(), p.data(), p.size());
     return {};
   }
-  const auto g = answer->header.find("greedy");
-  if (g == answer->header.end() || !g->is_array() || g->size() != seqs.size()) {
+  return read_last_answer(*answer, shape_of(seqs));
+}
+
+Status RemoteStage::start_nccl_init(const std::string& id_hex) {
+  return link_->send({{"op", "nccl_init"}, {"id", id_hex}});
+}
+
+Status RemoteStage::finish_nccl_init() {
+  auto answer = await_answer(/*step=*/false);
+  if (!answer.ok()) return answer.error();
+  direct_ = true;
+  return {};
+}
+
+Status RemoteStage::start_forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
+  if (!direct_) return forward(seqs, mode);
+  auto rows = map_pools(seqs);
+  if (!rows.ok()) return rows.error();
+  const RankMessage step = encode_step(seqs, seq_pools_, mode, {}, kStepOp);
+  NOVASERVE_RETURN_IF_ERROR(link_->send(step.header, step.payload));
+  if (last_) started_.push_back(shape_of(seqs));
+  return {};
+}
+
+Status RemoteStage::finish_forward() {
+  if (!direct_ || !last_) return {};
+  if (started_.empty()) return Err(ErrorCode::kInvalidInput, who_ + ": no step was started");
+  const StepShape shape = std::move(started_.front());
+  started_.pop_front();
+  std::vector<RankLink*> links = {link_.get()};
+  for (const auto& w : watched_) links.push_back(w.get());
+  auto ready = RankLink::wait_any(links, timeouts_.step, "--rank-timeout");
+  if (!ready.ok()) return ready.error();
+  if (*ready != 0) {
+    // A rank before the last answers a step only when it failed.
+    RankLink& other = *links[*ready];
+    const std::string who = "rank " + std::to_string(other.peer_rank());
+    auto report = other.receive(timeouts_.step, "--rank-timeout");
+    if (!report.ok()) return report.error();
+    NOVASERVE_RETURN_IF_ERROR(answer_status(*report, who));
+    return Err(ErrorCode::kIo, who + " answered a step it should only have passed on");
+  }
+  auto answer = await_answer(/*step=*/true);
+  if (!answer.ok()) return answer.error();
+  return read_last_answer(*answer, shape);
+}
+
+Status RemoteStage::read_last_answer(const RankMessage& answer, const StepShape& shape) {
+  const size_t n_seqs = shape.n_tokens.size();
+  const std::vector<uint8_t>& p = answer.payload;
+  const auto g = answer.header.find("greedy");
+  if (g == answer.header.end() || !g->is_array() || g->size() != n_seqs) {
     return Err(ErrorCode::kIo, who_ + " answered no greedy token list for the step");
   }
-  greedy_.resize(seqs.size());
-  seq_row_.resize(seqs.size());
-  seq_all_logits_.resize(seqs.size());
-  seq_n_tokens_.resize(seqs.size());
+  greedy_.resize(n_seqs);
+  seq_row_.resize(n_seqs);
+  seq_all_logits_.assign(shape.all_logits.begin(), shape.all_logits.end());
+  seq_n_tokens_.assign(shape.n_tokens.begin(), shape.n_tokens.end());
   int64_t n_rows = 0;
-  for (size_t i = 0; i < seqs.size(); ++i) {
+  for (size_t i = 0; i < n_seqs; ++i) {
     const nlohmann::json& t = (*g)[i];
     const int64_t token = t.is_number_integer() ? t.get<int64_t>() : -2;
     if (token < -1 || token >= n_vocab_) {
@@ -142,9 +215,7 @@ Status RemoteStage::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
     }
     greedy_[i] = static_cast<int32_t>(token);
     seq_row_[i] = n_rows;
-    seq_all_logits_[i] = seqs[i].all_logits ? 1 : 0;
-    seq_n_tokens_[i] = static_cast<int32_t>(seqs[i].tokens.size());
-    if (greedy_[i] < 0) n_rows += seqs[i].all_logits ? seq_n_tokens_[i] : 1;
+    if (greedy_[i] < 0) n_rows += seq_all_logits_[i] != 0 ? seq_n_tokens_[i] : 1;
   }
   if (p.size() != static_cast<size_t>(n_rows * n_vocab_) * sizeof(float)) {
     return Err(ErrorCode::kIo, who_ + " answered " + std::to_string(p.size()) +

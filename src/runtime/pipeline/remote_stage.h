@@ -1,11 +1,15 @@
 // RemoteStage: rank 0's view of a pipeline stage that another process runs (--nccl-init ...
 // --rank R, docs/multi-gpu.md "Several processes"). Every PipelineStage call becomes a command
-// over the rank's RankLink (stage_protocol.h) that stage_server.h answers; the step plan and
-// hidden states travel with the "forward" command.
+// over the rank's RankLink (stage_protocol.h) that stage_server.h answers. Over the TCP star the
+// step plan and hidden states travel with the "forward" command; over the NCCL transport
+// (direct(), after nccl_init) the stage gets only its plan ("step") and the ranks move the
+// hidden states themselves, so starting a step and reading the last stage's answer are separate
+// calls (start_forward, finish_forward).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,14 +50,38 @@ class RemoteStage final : public PipelineStage {
   LayerRange layers() const override { return layers_; }
   /// "rank R: " and the rank's own description.
   std::string describe() const override { return describe_; }
-  /// One "forward" round trip. The KV views must be those allocate_kv() returned. Errors: the
-  /// rank's forward errors; kInvalidInput for a KV view from elsewhere; kIo when the link fails,
-  /// the answer has the wrong size, or the rank does not answer within timeouts.step ("rank R
-  /// did not answer within S s (--rank-timeout)": the link stays failed, as after any link
-  /// error, and every later call fails at once).
+  /// One "forward" round trip (direct: start_forward, then finish_forward). The KV views must
+  /// be those allocate_kv() returned. Errors: the rank's forward errors; kInvalidInput for a KV
+  /// view from elsewhere; kIo when the link fails, the answer has the wrong size, or the rank
+  /// does not answer within timeouts.step ("rank R did not answer within S s (--rank-timeout)":
+  /// the link stays failed, as after any link error, and every later call fails at once).
   Status forward(std::span<const ForwardSeq> seqs, ActQuant mode) override;
-  /// A host buffer that forward() sends.
+  /// A host buffer that forward() sends (the TCP star).
   Result<float*> hidden_input(int64_t n_rows) override;
+
+  /// Starts the rank's NCCL communicator: sends "nccl_init" with `id` (NcclLibrary::unique_id,
+  /// as hex) and returns; the rank answers once every rank, rank 0 included, has called
+  /// ncclCommInitRank. Errors: the link's.
+  Status start_nccl_init(const std::string& id_hex);
+  /// Waits (timeouts.startup) for the answer to start_nccl_init(); the stage is direct() from
+  /// then on. Errors: the rank's (its ncclCommInitRank failed or timed out), the link's.
+  Status finish_nccl_init();
+  /// Over the NCCL transport, once finish_nccl_init() succeeded.
+  bool direct() const override { return direct_; }
+  /// Direct: sends the step plan ("step": tokens, positions, block tables; no hidden state) and
+  /// returns; the rank receives its input from the previous rank. Several steps may be started
+  /// before the first is finished. Errors: kInvalidInput for a KV view from elsewhere; the
+  /// link's. Not direct: forward().
+  Status start_forward(std::span<const ForwardSeq> seqs, ActQuant mode) override;
+  /// Direct: the last stage reads the answer to the oldest started step (greedy tokens and
+  /// logits rows, as forward()), waiting at most timeouts.step while watching the links of
+  /// watch() for another rank's failure (a rank before the last answers a step only when it
+  /// failed: that failure is the step's error). A stage before the last has nothing to read.
+  /// Errors: forward()'s; kInvalidInput when no step was started.
+  Status finish_forward() override;
+  /// The links finish_forward() watches: the other remote ranks' (link()).
+  void watch(std::vector<std::shared_ptr<RankLink>> links) { watched_ = std::move(links); }
+  const std::shared_ptr<RankLink>& link() const { return link_; }
   const float* hidden_output() const override { return hidden_out_.data(); }
   const float* logits(size_t seq, int32_t token) const override;
   std::optional<int32_t> greedy_token(size_t seq) const override;
@@ -72,11 +100,25 @@ class RemoteStage final : public PipelineStage {
   std::string memory_domain() const override { return memory_domain_; }
 
  private:
+  // What reading the last stage's answer to a step needs, per sequence.
+  struct StepShape {
+    std::vector<int32_t> n_tokens;
+    std::vector<uint8_t> all_logits;
+  };
+
   RemoteStage() = default;
   // Sends `header` (and `payload`), waits for the answer: a step (timeouts_.step) or a start-up
   // command (timeouts_.startup). Errors: the answer's, or the link's.
   Result<RankMessage> call(const nlohmann::json& header, std::span<const uint8_t> payload = {},
                            bool step = false) const;
+  // The answer to a command sent before. Errors: as call().
+  Result<RankMessage> await_answer(bool step) const;
+  // seq_pools_ for `seqs`; returns their rows. Errors: kInvalidInput for a KV view from
+  // elsewhere.
+  Result<int64_t> map_pools(std::span<const ForwardSeq> seqs);
+  static StepShape shape_of(std::span<const ForwardSeq> seqs);
+  // Reads the last stage's answer to a step of `shape`: greedy_ and the logits rows.
+  Status read_last_answer(const RankMessage& answer, const StepShape& shape);
 
   // Shared with the exit hook, which may run on another thread while the stage lives. The link
   // is used from const memory(); the stage is driven by one thread at a time.
@@ -92,6 +134,9 @@ class RemoteStage final : public PipelineStage {
   std::string describe_;
   std::string memory_domain_;
   std::vector<std::unique_ptr<uint8_t[]>> pool_tokens_;  // per allocate_kv(): two bytes, K and V
+  bool direct_ = false;
+  std::vector<std::shared_ptr<RankLink>> watched_;
+  std::deque<StepShape> started_;  // direct, last stage: the steps whose answers are not read
 
   std::vector<float> hidden_in_;
   std::vector<float> hidden_out_;

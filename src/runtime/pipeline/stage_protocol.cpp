@@ -26,7 +26,7 @@ Error bad_plan(const std::string& why) {
 }  // namespace
 
 RankMessage encode_step(std::span<const ForwardSeq> seqs, std::span<const int32_t> pools,
-                        ActQuant mode, std::span<const float> hidden) {
+                        ActQuant mode, std::span<const float> hidden, const char* op) {
   RankMessage m;
   nlohmann::json plan = nlohmann::json::array();
   int64_t rows = 0;
@@ -37,7 +37,7 @@ RankMessage encode_step(std::span<const ForwardSeq> seqs, std::span<const int32_
                     s.all_logits, s.greedy});
     rows += static_cast<int64_t>(s.tokens.size());
   }
-  m.header = {{"op", "forward"}, {"mode", static_cast<int>(mode)}, {"rows", rows}, {"seqs", plan}};
+  m.header = {{"op", op}, {"mode", static_cast<int>(mode)}, {"rows", rows}, {"seqs", plan}};
   for (const ForwardSeq& s : seqs) append_bytes(m.payload, s.tokens);
   for (const ForwardSeq& s : seqs) {
     append_bytes(m.payload,
@@ -91,15 +91,16 @@ Result<StepPlan> decode_step(const RankMessage& m, int64_t n_embd) {
     plan.seqs.push_back(p);
   }
   if (n_rows != *rows) return bad_plan("the sequences' tokens do not add up to rows");
+  const bool with_hidden = header_string(h, "op") != kStepOp;
   const uint64_t want = static_cast<uint64_t>(n_rows + n_blocks) * sizeof(int32_t) +
-                        static_cast<uint64_t>(n_rows * n_embd) * sizeof(float);
+                        (with_hidden ? static_cast<uint64_t>(n_rows * n_embd) * sizeof(float) : 0);
   if (m.payload.size() != want) {
     return bad_plan("payload of " + std::to_string(m.payload.size()) + " bytes, expected " +
                     std::to_string(want));
   }
   plan.tokens.resize(static_cast<size_t>(n_rows));
   plan.blocks.resize(static_cast<size_t>(n_blocks));
-  plan.hidden.resize(static_cast<size_t>(n_rows * n_embd));
+  if (with_hidden) plan.hidden.resize(static_cast<size_t>(n_rows * n_embd));
   size_t offset = 0;
   take_bytes(m.payload, offset, plan.tokens);
   take_bytes(m.payload, offset, plan.blocks);

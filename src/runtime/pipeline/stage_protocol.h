@@ -10,6 +10,11 @@
 //   memory                                   -> ok {weights, kv, workspace}
 //   forward (the step plan, below)           -> ok: the hidden state out, or the last stage's
 //                                               greedy tokens and logits rows
+//   nccl_init {id}                           -> ok once the rank's NCCL communicator exists
+//                                               (ncclCommInitRank: rank 0 calls it too)
+//   step (the step plan, no hidden state)    -> the last stage: as forward; the others: nothing
+//                                               (they receive and send the hidden state over
+//                                               NCCL), or an error answer when the step failed
 //   shutdown                                 -> (none; the rank exits)
 #pragma once
 
@@ -42,18 +47,25 @@ struct StepPlan {
   std::vector<PlanSeq> seqs;
   std::vector<int32_t> tokens;  ///< [rows], the sequences' tokens back to back
   std::vector<int32_t> blocks;  ///< the sequences' block tables back to back
-  std::vector<float> hidden;    ///< [rows][n_embd] the stage's input hidden state
+  std::vector<float> hidden;    ///< [rows][n_embd] the stage's input hidden state ("forward")
   int64_t rows() const { return static_cast<int64_t>(tokens.size()); }
 };
 
-/// Encodes the "forward" command for `seqs` (whose pools are `pools`, one per sequence) with
-/// the input hidden state `hidden` ([rows][n_embd] f32, host memory).
-RankMessage encode_step(std::span<const ForwardSeq> seqs, std::span<const int32_t> pools,
-                        ActQuant mode, std::span<const float> hidden);
+/// The step commands: the TCP star's "forward" carries the input hidden state, the direct
+/// protocol's "step" (NCCL transport) does not.
+inline constexpr const char* kForwardOp = "forward";
+inline constexpr const char* kStepOp = "step";
 
-/// Decodes a "forward" command. Errors: kInvalidInput when the header's fields are missing or out
-/// of range (no sequence, a sequence without tokens, negative positions or block counts) or the
-/// payload is not exactly the arrays they describe with `n_embd` floats per row.
+/// Encodes the "forward" command for `seqs` (whose pools are `pools`, one per sequence) with
+/// the input hidden state `hidden` ([rows][n_embd] f32, host memory), or with `op` kStepOp and
+/// no hidden state (`hidden` empty).
+RankMessage encode_step(std::span<const ForwardSeq> seqs, std::span<const int32_t> pools,
+                        ActQuant mode, std::span<const float> hidden, const char* op = kForwardOp);
+
+/// Decodes a "forward" command, or a "step" (whose plan has no hidden state). Errors:
+/// kInvalidInput when the header's fields are missing or out of range (no sequence, a sequence
+/// without tokens, negative positions or block counts) or the payload is not exactly the arrays
+/// they describe (with `n_embd` floats per row for "forward").
 Result<StepPlan> decode_step(const RankMessage& m, int64_t n_embd);
 
 /// The answer {"op": "error"} for `e`.

@@ -1,7 +1,8 @@
 // Transport: how a pipeline's hidden state moves from one stage to the next. Implementations:
-// HostCopyTransport (stages in one process whose memory is host memory; also the tests') and
-// DeviceCopyTransport (GPU stages of one process, runtime/gpu/device_copy_transport.h); NCCL
-// send/recv between processes is still to come (docs/multi-gpu.md).
+// HostCopyTransport (stages in one process whose memory is host memory; also the tests'),
+// DeviceCopyTransport (GPU stages of one process, runtime/gpu/device_copy_transport.h), and
+// between the processes of a multi-process pipeline StagedCopyTransport (rank 0's side of the
+// TCP star) and NcclTransport (nccl_transport.h: each process makes only its own calls).
 #pragma once
 
 #include <cstdint>
@@ -29,11 +30,13 @@ class Transport {
   virtual Status send(int from_stage, const float* src, int64_t n_values) = 0;
 
   /// Completes the oldest transfer into stage `to_stage` (>= 1): writes its `n_values` floats
-  /// to `dst` and returns when they are there. Errors: kInvalidInput when nothing was sent to
-  /// that stage or the sizes differ; kInternal for a failed copy or communication call.
+  /// to `dst` and returns when they are there (a transport that queues on the stage's device
+  /// stream may say: there for the work queued after it on that stream). Errors: kInvalidInput
+  /// when nothing was sent to that stage or the sizes differ; kInternal for a failed copy or
+  /// communication call.
   virtual Status recv(int to_stage, float* dst, int64_t n_values) = 0;
 
-  /// One word for logs: "host-copy", "nccl".
+  /// One word for logs: "host-copy", "device-copy", "staged-copy", "nccl".
   virtual const char* name() const = 0;
 };
 

@@ -33,6 +33,7 @@
 #define cudaError_t hipError_t
 #define cudaErrorInsufficientDriver hipErrorInsufficientDriver
 #define cudaErrorInvalidValue hipErrorInvalidValue
+#define cudaErrorNotReady hipErrorNotReady
 #define cudaErrorNoDevice hipErrorNoDevice
 #define cudaEventCreate hipEventCreate
 #define cudaEventCreateWithFlags hipEventCreateWithFlags
@@ -70,6 +71,7 @@
 #define cudaStreamCreateWithFlags hipStreamCreateWithFlags
 #define cudaStreamDestroy hipStreamDestroy
 #define cudaStreamNonBlocking hipStreamNonBlocking
+#define cudaStreamQuery hipStreamQuery
 #define cudaStreamSynchronize hipStreamSynchronize
 #define cudaStreamWaitEvent hipStreamWaitEvent
 #define cudaStream_t hipStream_t

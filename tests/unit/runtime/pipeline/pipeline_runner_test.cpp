@@ -6,131 +6,19 @@
 #include "runtime/pipeline/pipeline_runner.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <condition_variable>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <mutex>
-#include <thread>
 
-#include "../../../golden/golden_data.h"
-#include "../../gguf/gguf_test_util.h"
-#include "backend/cpu/cpu_backend.h"
 #include "engine/engine.h"
-#include "engine/sequence_kv_cache.h"
 #include "group_steps.h"
-#include "model/llama_model.h"
-#include "runtime/pipeline/cpu_pipeline.h"
-#include "runtime/pipeline/rank_pipeline.h"
+#include "pipeline_test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace novaserve {
 namespace {
-
-constexpr int kDecodeSteps = 8;
-constexpr int kThreads = 2;
-
-// What a batch produced: per sequence, its greedy tokens and a hash of the bytes of every
-// logits row it was sampled from (the prefill's last position, then each decode step).
-struct BatchRun {
-  std::vector<std::vector<int32_t>> tokens;
-  std::vector<uint64_t> logits_hash;
-};
-
-uint64_t fnv1a(uint64_t h, const float* x, int64_t n) {
-  const auto* p = reinterpret_cast<const uint8_t*>(x);
-  for (int64_t i = 0; i < n * static_cast<int64_t>(sizeof(float)); ++i) {
-    h = (h ^ p[i]) * 1099511628211ull;
-  }
-  return h;
-}
-
-// Prefills `prompts` in one step, then decodes kDecodeSteps greedy steps of all of them.
-BatchRun run_batch(ModelRunner& r, const std::vector<std::vector<int32_t>>& prompts) {
-  const ModelConfig& c = r.config();
-  std::vector<SequenceKvCache> caches;
-  for (const auto& p : prompts) {
-    auto kv = SequenceKvCache::create(c, static_cast<int64_t>(p.size()) + kDecodeSteps,
-                                      uint64_t{1} << 36, GgmlType::kF32, &r);
-    EXPECT_TRUE(kv.ok()) << kv.error().message;
-    caches.push_back(std::move(kv.value()));
-  }
-  BatchRun out;
-  out.tokens.resize(prompts.size());
-  out.logits_hash.assign(prompts.size(), 1469598103934665603ull);
-  std::vector<std::vector<int32_t>> inputs = prompts;
-  for (int step = 0; step <= kDecodeSteps; ++step) {
-    std::vector<ForwardSeq> seqs;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      seqs.push_back(
-          ForwardSeq{inputs[i], static_cast<int32_t>(caches[i].size()), caches[i].view()});
-    }
-    const Status st = r.forward(seqs, ActQuant::kNone);
-    EXPECT_TRUE(st.ok()) << st.error().message;
-    if (!st.ok()) return out;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      EXPECT_TRUE(caches[i].advance(static_cast<int64_t>(inputs[i].size())).ok());
-      const float* logits = r.logits(i);
-      out.logits_hash[i] = fnv1a(out.logits_hash[i], logits, c.n_vocab);
-      const auto next = static_cast<int32_t>(std::max_element(logits, logits + c.n_vocab) - logits);
-      out.tokens[i].push_back(next);
-      inputs[i] = {next};
-    }
-  }
-  return out;
-}
-
-class PipelineRunnerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string path = testing::default_model_path();
-    if (!std::filesystem::exists(path)) {
-      GTEST_SKIP() << "default model absent: run tools/fetch_model.sh (make test does)";
-    }
-    auto f = GgufFile::open(path);
-    ASSERT_TRUE(f.ok()) << f.error().message;
-    gguf_ = std::shared_ptr<const GgufFile>(std::move(f.value()));
-    auto golden = golden::load_golden(testing::source_dir() + "/tests/golden/data");
-    ASSERT_TRUE(golden.ok()) << golden.error().message;
-    for (const auto& p : *golden) prompts_.push_back(p.prompt_ids);
-  }
-
-  std::unique_ptr<ModelRunner> one_stage() const {
-    auto m = LlamaModel::create(gguf_, std::make_unique<CpuBackend>(kThreads));
-    EXPECT_TRUE(m.ok());
-    return std::move(m.value());
-  }
-
-  std::unique_ptr<PipelineRunner> pipeline(int64_t n, const std::string& split,
-                                           bool micro_batching) const {
-    auto p = create_cpu_pipeline(gguf_, PipelineConfig{n, split, micro_batching, 0}, kThreads);
-    EXPECT_TRUE(p.ok()) << p.error().message;
-    return std::move(p.value());
-  }
-
-  // The golden prompts cycled to `n` sequences.
-  std::vector<std::vector<int32_t>> batch(size_t n) const {
-    std::vector<std::vector<int32_t>> out;
-    for (size_t i = 0; i < n; ++i) out.push_back(prompts_[i % prompts_.size()]);
-    return out;
-  }
-
-  std::shared_ptr<const GgufFile> gguf_;
-  std::vector<std::vector<int32_t>> prompts_;
-};
-
-struct Config {
-  int64_t stages;
-  const char* split;
-  bool micro_batching;
-};
-constexpr Config kConfigs[] = {
-    {2, "auto", true}, {2, "auto", false}, {3, "auto", true}, {3, "7,13,10", false}};
 
 TEST_F(PipelineRunnerTest, BatchOneMatchesOneStageBitForBit) {
   auto ref = one_stage();
@@ -158,62 +46,9 @@ TEST_F(PipelineRunnerTest, Batch32MatchesOneStageBitForBit) {
                  (c.micro_batching ? "on" : "off"));
     auto pipe = pipeline(c.stages, c.split, c.micro_batching);
     const BatchRun got = run_batch(*pipe, prompts);
-    EXPECT_EQ(got.tokens, expected.tokens);
-    EXPECT_EQ(got.logits_hash, expected.logits_hash);
+    expect_same_run(got, expected);
   }
 }
-
-// A loopback port nobody listens on now (bound, read, closed).
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// A pipeline of `world` ranks: rank 0 here, the others on threads that serve CPU stages until
-// the pipeline is destroyed (then they must have ended cleanly).
-class RankThreads {
- public:
-  RankThreads(std::shared_ptr<const GgufFile> file, int world, const std::string& split,
-              bool micro_batching) {
-    RankWorld w;
-    w.address = RendezvousAddress{"127.0.0.1", free_port()};
-    w.world_size = world;
-    w.timeout = std::chrono::seconds(30);
-    const StageFactory cpu = [file](LayerRange r) { return create_cpu_stage(file, r, kThreads); };
-    status_.resize(static_cast<size_t>(world - 1));
-    for (int r = 1; r < world; ++r) {
-      RankWorld mine = w;
-      mine.rank = r;
-      threads_.emplace_back([this, file, mine, cpu, r] {
-        status_[static_cast<size_t>(r - 1)] = run_pipeline_rank(*file, mine, "cpu", cpu);
-      });
-    }
-    auto p =
-        create_rank0_pipeline(file, PipelineConfig{0, split, micro_batching, 0}, w, "cpu", cpu);
-    EXPECT_TRUE(p.ok()) << p.error().message;
-    if (p.ok()) pipeline = std::move(p.value());
-  }
-  ~RankThreads() {
-    pipeline.reset();  // shuts the ranks down
-    for (auto& t : threads_) t.join();
-    for (size_t r = 0; r < status_.size(); ++r) {
-      EXPECT_TRUE(status_[r].ok()) << "rank " << r + 1 << ": " << status_[r].error().message;
-    }
-  }
-
-  std::unique_ptr<PipelineRunner> pipeline;
-
- private:
-  std::vector<std::thread> threads_;
-  std::vector<Status> status_;
-};
 
 TEST_F(PipelineRunnerTest, RanksOverTcpMatchOneStageBitForBit) {
   auto ref = one_stage();
@@ -228,26 +63,13 @@ TEST_F(PipelineRunnerTest, RanksOverTcpMatchOneStageBitForBit) {
     ASSERT_EQ(ranks.pipeline->n_stages(), c.stages);
     EXPECT_EQ(ranks.pipeline->max_in_flight(), 1);  // remote stages do not overlap
     const BatchRun got32 = run_batch(*ranks.pipeline, prompts);
-    EXPECT_EQ(got32.tokens, expected32.tokens);
-    EXPECT_EQ(got32.logits_hash, expected32.logits_hash);
+    expect_same_run(got32, expected32);
     const BatchRun got1 = run_batch(*ranks.pipeline, {prompts_[0]});
-    EXPECT_EQ(got1.tokens, expected1.tokens);
-    EXPECT_EQ(got1.logits_hash, expected1.logits_hash);
+    expect_same_run(got1, expected1);
     const auto m = ranks.pipeline->memory();
     ASSERT_EQ(m.size(), static_cast<size_t>(c.stages));
     for (const StageMemory& s : m) EXPECT_GT(s.weights, 0u);  // the remote ranks' own figures
   }
-}
-
-// Groups of the golden prompts of different sizes (so that their steps differ in shape).
-std::vector<std::vector<std::vector<int32_t>>> prompt_groups(
-    const std::vector<std::vector<int32_t>>& prompts, int n_groups) {
-  std::vector<std::vector<std::vector<int32_t>>> groups(static_cast<size_t>(n_groups));
-  size_t next = 0;
-  for (int g = 0; g < n_groups; ++g) {
-    for (int i = 0; i < 1 + 4 * g; ++i) groups[g].push_back(prompts[next++ % prompts.size()]);
-  }
-  return groups;
 }
 
 TEST_F(PipelineRunnerTest, StepsInFlightInEverySlotMatchOneStageBitForBit) {

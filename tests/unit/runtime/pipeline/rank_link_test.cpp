@@ -128,8 +128,9 @@ TEST(RankLink, ClosedPortTimesOutWithAClearError) {
       << ranks.error().message;
 }
 
-// A valid one-sequence plan of 2 rows and 1 block, n_embd 4.
-RankMessage valid_plan() {
+// A valid one-sequence plan of 2 rows and 1 block, n_embd 4: a "forward" with its hidden
+// state, or a "step" (the NCCL transport's) without.
+RankMessage valid_plan(const char* op = kForwardOp) {
   const std::vector<int32_t> tokens = {5, 6};
   const std::vector<int32_t> blocks = {0};
   ForwardSeq s;
@@ -142,6 +143,7 @@ RankMessage valid_plan() {
   const std::vector<float> hidden(8, 0.5f);
   const std::vector<int32_t> pools = {0};
   const ForwardSeq seqs[] = {s};
+  if (std::string_view(op) == kStepOp) return encode_step(seqs, pools, ActQuant::kQ8, {}, kStepOp);
   return encode_step(seqs, pools, ActQuant::kQ8, hidden);
 }
 
@@ -155,6 +157,20 @@ TEST(StageProtocol, StepPlanRoundTrips) {
   EXPECT_EQ(plan->tokens, (std::vector<int32_t>{5, 6}));
   EXPECT_EQ(plan->blocks, (std::vector<int32_t>{0}));
   EXPECT_EQ(plan->hidden, std::vector<float>(8, 0.5f));
+}
+
+TEST(StageProtocol, AStepPlanHasNoHiddenState) {
+  const RankMessage m = valid_plan(kStepOp);
+  EXPECT_EQ(header_string(m.header, "op"), "step");
+  auto plan = decode_step(m, 4);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->tokens, (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(plan->blocks, (std::vector<int32_t>{0}));
+  EXPECT_TRUE(plan->hidden.empty());
+  // A "forward" payload (with its hidden state) under the "step" op is the wrong size.
+  RankMessage forward = valid_plan();
+  forward.header["op"] = kStepOp;
+  EXPECT_FALSE(decode_step(forward, 4).ok());
 }
 
 TEST(StageProtocol, MalformedPlansAreRefused) {
