@@ -87,7 +87,9 @@
 #               medians of decode b1, decode b32 and pp2048 per build and new/old
 #               (docs/benchmarks.md's A/B tables). AB_RUNS=N in the environment: N runs of each
 #               (default 3).
-# Synthesized files go to $TMPDIR and are deleted.
+# --scratch DIR  synthesized models go to DIR and stay there (a file already there is used as is), so
+#               that several run.sh invocations in one call synthesize each model once; without it
+#               they go to a new folder under $TMPDIR that is deleted at the end.
 #
 # Uses build-gpucarry/bin/gpu_op_test when present (built on the development machine by
 # bench/gpu/build_carry.sh and passed with the device tool's `carry`), else builds the cuda preset
@@ -103,7 +105,7 @@ usage() {
     "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
     "[--sweep-qps QPS] [--serve-start QPS] [--serve-max QPS] [--governor] [--ab OLD_BIN]" \
     "[--loadgen-timeout S] [--peer DIR] [--peer-serve-start QPS] [--peer-serve-max QPS]" \
-    "[--peer-only] [--pipeline] [--tests-filter PATTERN] [--energy]" >&2
+    "[--peer-only] [--pipeline] [--tests-filter PATTERN] [--energy] [--scratch DIR]" >&2
   exit 2
 }
 case "${1:-}" in
@@ -119,6 +121,7 @@ BENCH=0
 SERVE=0
 TESTS=1
 TESTS_FILTER=
+SCRATCH=
 ENERGY=0
 OVERLOAD_QPS=
 SEQS_SWEEP=
@@ -143,6 +146,11 @@ while [ $# -gt 0 ]; do
     --serve) SERVE=1 ;;
     --no-tests) TESTS=0 ;;
     --energy) ENERGY=1 ;;
+    --scratch)
+      [ $# -ge 2 ] || usage
+      SCRATCH=$2
+      shift
+      ;;
     --tests-filter)
       [ $# -ge 2 ] || usage
       TESTS_FILTER=$2
@@ -275,13 +283,18 @@ fi
 # With --bench, synth models of the big presets for the GPU-vs-CPU test SynthPresetsMatchCpu;
 # with --pipeline alone, the first model of --models.
 NS=$ROOT/bench/gpu/novaserve-carried.sh
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/synth.XXXXXX")
+if [ -n "$SCRATCH" ]; then
+  mkdir -p "$SCRATCH" && scratch=$(cd "$SCRATCH" && pwd) || exit 1
+else
+  scratch=$(mktemp -d "${TMPDIR:-/tmp}/synth.XXXXXX")
+fi
 if [ $TESTS -eq 1 ] && { [ $BENCH -eq 1 ] || [ $PIPELINE -eq 1 ]; }; then
   synth_models=
   presets="llama3-8b qwen2-7b u15-lite-12b"
   [ $BENCH -eq 0 ] && presets=${BENCH_MODELS%% *}
   for preset in $presets; do
-    "$NS" synth --preset "$preset" --type q4_0 -o "$scratch/$preset.gguf" 2>&1 |
+    [ -f "$scratch/$preset.gguf" ] ||
+      "$NS" synth --preset "$preset" --type q4_0 -o "$scratch/$preset.gguf" 2>&1 |
       tee -a "$OUT/synth.txt"
     synth_models=${synth_models:+$synth_models:}$scratch/$preset.gguf
   done
@@ -725,7 +738,7 @@ fi
 if [ -n "$OVERLOAD_QPS" ]; then
   for name in $BENCH_MODELS; do overload_model "$name"; done
 fi
-rm -rf "$scratch"
+[ -n "$SCRATCH" ] || rm -rf "$scratch"
 [ $e2e_rc -ne 0 ] && rc=1
 
 if [ $rc -ne 0 ]; then

@@ -228,7 +228,8 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-// The issue-15 acceptance: GPU-vs-CPU lockstep at batch 1, 32, 64 and 256, graphs on and off.
+// The issues 15/16 acceptance: GPU-vs-CPU lockstep at batch 1, 9, 32, 64 and 256, graphs on and
+// off (on sm_90: 9-128 rows through the wgmma GEMM, more through BLAS on transient fp16 copies).
 // Activations: exact (every tiny model) or kQ8 (the Q4_0 ones: at batch 1 the kQ8 GEMVs decode,
 // from 32 on the tensor-core GEMMs), and kQ8 with NOVASERVE_GPU_PDL=0 (the CUDA build then
 // launches without programmatic dependent launch, the path HIP takes) at batch 1 and 32. The
@@ -281,7 +282,7 @@ std::string lockstep_name(const ::testing::TestParamInfo<LockstepParam>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Batches, GpuRunnerLockstep,
-                         ::testing::Combine(::testing::Values(1, 32, 64, 256), ::testing::Bool(),
+                         ::testing::Combine(::testing::Values(1, 9, 32, 64, 256), ::testing::Bool(),
                                             ::testing::Values(LockstepActs::kExact,
                                                               LockstepActs::kQ8)),
                          lockstep_name);
