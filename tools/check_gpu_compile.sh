@@ -7,8 +7,8 @@
 #   --all    the full matrix: nvcc sm_90a + sm_80, hipcc gfx90a + gfx940
 #
 # Compiles every src/backend/gpu/*/*.cu, src/runtime/gpu/*.cu and tests/gpu/*.cu into
-# build-gpucheck/, one compiler job at a time (nvcc and hipcc are CPU-heavy), with warnings as
-# errors, and prints which files each compiler compiled and which it skipped:
+# build-gpucheck/, nvcc and hipcc side by side (one job each), with warnings as errors, and prints
+# which files each compiler compiled and which it skipped:
 #   - hipcc skips src/backend/gpu/dispatch/gpu_blas.cu: hipBLAS is not packaged in Debian bookworm,
 #     so the BLAS interface is CUDA-only here (every other GPU file is BLAS-free by design).
 #   - tests/gpu/*.cu hold host code only (their kernels are in src/backend/gpu); hipcc compiles
@@ -56,10 +56,9 @@ mkdir -p "$OUT/nvcc" "$OUT/hipcc"
 WARN=(-Wall -Wextra -Wno-unused-parameter)
 KERNELS=(src/backend/gpu/*/*.cu src/runtime/gpu/*.cu)
 TESTS=(tests/gpu/*.cu)
-failures=0
-failed_files=()
-
-# compile LABEL LOG COMMAND...: runs one compile, keeping its output in LOG; prints it on failure.
+# compile LABEL LOG COMMAND...: runs one compile, keeping its output in LOG; on failure prints it
+# and appends LABEL to $OUT/failed (the two compilers run in parallel subshells, so results go
+# through files rather than shell variables).
 compile() {
   local label=$1 log=$2
   shift 2
@@ -68,44 +67,61 @@ compile() {
   fi
   echo "---- $label failed:"
   head -n 40 "$log"
-  failures=$((failures + 1))
-  failed_files+=("$label")
+  echo "$label" >>"$OUT/failed"
   return 1
 }
 
-start=$(date +%s)
-nv_done=()
-for f in "${KERNELS[@]}" "${TESTS[@]}"; do
-  name=$(basename "$f" .cu)
-  compile "nvcc $f" "$OUT/nvcc/$name.log" "$NVCC" -std=c++20 "${NV_ARCHS[@]}" -Isrc \
-    -DNOVASERVE_GPU_HAS_BLAS=1 -DNOVASERVE_GPU_SM90A=1 -Werror all-warnings \
-    -Xcompiler "$(IFS=,; echo "${WARN[*]}"),-Werror" -c "$f" -o "$OUT/nvcc/$name.o" &&
-    nv_done+=("$(basename "$f")")
-done
+nvcc_all() {
+  local f name
+  for f in "${KERNELS[@]}" "${TESTS[@]}"; do
+    name=$(basename "$f" .cu)
+    compile "nvcc $f" "$OUT/nvcc/$name.log" "$NVCC" -std=c++20 "${NV_ARCHS[@]}" -Isrc \
+      -DNOVASERVE_GPU_HAS_BLAS=1 -DNOVASERVE_GPU_SM90A=1 -Werror all-warnings \
+      -Xcompiler "$(IFS=,; echo "${WARN[*]}"),-Werror" -c "$f" -o "$OUT/nvcc/$name.o" &&
+      basename "$f" >>"$OUT/nvcc.done"
+  done
+}
 
-hip_done=()
-hip_skipped=()
-for f in "${KERNELS[@]}"; do
-  name=$(basename "$f" .cu)
-  if [ "$name" = gpu_blas ]; then
-    hip_skipped+=("$(basename "$f")")
-    continue
-  fi
-  compile "hipcc $f" "$OUT/hipcc/$name.log" "$HIPCC" -x hip -std=c++20 -ffp-contract=off "${HIP_ARCHS[@]}" -Isrc \
-    -Werror "${WARN[@]}" -c "$f" -o "$OUT/hipcc/$name.o" && hip_done+=("$(basename "$f")")
-done
-for f in "${TESTS[@]}"; do
-  name=$(basename "$f" .cu)
-  compile "hipcc $f" "$OUT/hipcc/$name.log" "$HIPCC" -x c++ -D__HIP_PLATFORM_AMD__ \
-    -DNOVASERVE_GPU_HIP=1 -std=c++20 "${HIP_ARCHS[@]}" -Isrc -Werror "${WARN[@]}" \
-    -c "$f" -o "$OUT/hipcc/$name.o" && hip_done+=("$(basename "$f") (host code)")
-done
+hipcc_all() {
+  local f name
+  for f in "${KERNELS[@]}"; do
+    name=$(basename "$f" .cu)
+    if [ "$name" = gpu_blas ]; then
+      basename "$f" >>"$OUT/hipcc.skipped"
+      continue
+    fi
+    compile "hipcc $f" "$OUT/hipcc/$name.log" "$HIPCC" -x hip -std=c++20 -ffp-contract=off \
+      "${HIP_ARCHS[@]}" -Isrc -Werror "${WARN[@]}" -c "$f" -o "$OUT/hipcc/$name.o" &&
+      basename "$f" >>"$OUT/hipcc.done"
+  done
+  for f in "${TESTS[@]}"; do
+    name=$(basename "$f" .cu)
+    compile "hipcc $f" "$OUT/hipcc/$name.log" "$HIPCC" -x c++ -D__HIP_PLATFORM_AMD__ \
+      -DNOVASERVE_GPU_HIP=1 -std=c++20 "${HIP_ARCHS[@]}" -Isrc -Werror "${WARN[@]}" \
+      -c "$f" -o "$OUT/hipcc/$name.o" && echo "$(basename "$f") (host code)" >>"$OUT/hipcc.done"
+  done
+}
+
+# The two compilers run side by side: each compile is one single-threaded process, and CI has
+# 2 cores.
+start=$(date +%s)
+rm -f "$OUT/failed" "$OUT/nvcc.done" "$OUT/hipcc.done" "$OUT/hipcc.skipped"
+touch "$OUT/failed" "$OUT/nvcc.done" "$OUT/hipcc.done" "$OUT/hipcc.skipped"
+nvcc_all &
+nv_pid=$!
+hipcc_all
+wait $nv_pid
+mapfile -t nv_done <"$OUT/nvcc.done"
+mapfile -t hip_done <"$OUT/hipcc.done"
+mapfile -t hip_skipped <"$OUT/hipcc.skipped"
+mapfile -t failed_files <"$OUT/failed"
+failures=${#failed_files[@]}
 
 echo "nvcc ($NV_LABEL): compiled ${#nv_done[@]}: ${nv_done[*]}"
 echo "hipcc ($HIP_LABEL): compiled ${#hip_done[@]}: ${hip_done[*]}"
 echo "hipcc ($HIP_LABEL): skipped ${#hip_skipped[@]}: ${hip_skipped[*]} (hipBLAS is not in Debian bookworm)"
 echo "check_gpu_compile: $(($(date +%s) - start)) s"
-if [ $failures -ne 0 ]; then
+if [ "$failures" -ne 0 ]; then
   echo "check_gpu_compile: $failures failure(s): ${failed_files[*]}"
   exit 1
 fi
