@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -81,14 +82,17 @@ void add_device_flags(CLI::App& cmd, DeviceFlags& f, bool with_memory_utilizatio
   cmd.add_option("--world-size", f.world_size,
                  "processes in the multi-process pipeline, one stage each (1 = one process)")
       ->capture_default_str();
+  const auto rank_timeout_given = [&f](const std::string&) { f.rank_timeouts_given = true; };
   cmd.add_option("--nccl-init-timeout", f.nccl_init_timeout,
                  "seconds rank 0 waits for the other ranks (and their start-up answers), and a "
                  "rank for rank 0")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each(rank_timeout_given);
   cmd.add_option("--rank-timeout", f.rank_timeout,
                  "seconds rank 0 waits for a rank's answer to a step (then that replica fails), "
                  "and either side for the other to take a message")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each(rank_timeout_given);
   cmd.add_option("--pipeline-transport", f.pipeline_transport,
                  "how the processes of a multi-process pipeline pass hidden states: nccl (rank "
                  "to rank, libnccl.so.2 or NOVASERVE_NCCL_LIB), tcp (through rank 0), or auto "
@@ -140,6 +144,11 @@ Result<std::optional<RankWorld>> rank_world(const DeviceFlags& f) {
                  "--pipeline-transport applies to a pipeline of several processes (--world-size "
                  "> 1); the stages of one process pass hidden states by copies");
     }
+    if (f.rank_timeouts_given) {
+      return Err(ErrorCode::kInvalidInput,
+                 "--nccl-init-timeout and --rank-timeout apply to a pipeline of several "
+                 "processes (--world-size > 1) only");
+    }
     return std::optional<RankWorld>();
   }
   if (f.nccl_init.empty()) {
@@ -166,6 +175,14 @@ Result<std::optional<RankWorld>> rank_world(const DeviceFlags& f) {
     return Err(ErrorCode::kInvalidInput,
                "--gpu lists " + std::to_string(f.gpus.size()) +
                    " GPUs; with --world-size each process names its own one");
+  }
+  // Real NCCL moves device memory: CPU ranks pass host pointers it cannot use and fail at
+  // ncclCommInitRank. A stand-in named by NOVASERVE_NCCL_LIB (tests/fakes) moves host memory.
+  if (*transport == RankTransport::kNccl && f.device == "cpu" &&
+      std::getenv("NOVASERVE_NCCL_LIB") == nullptr) {
+    return Err(ErrorCode::kInvalidInput,
+               "--pipeline-transport nccl needs --device cuda (NCCL moves GPU memory); CPU "
+               "ranks use tcp (or auto, which picks it)");
   }
   NOVASERVE_RETURN_IF_ERROR(check_rank_transport(*transport));
   RankWorld w;
@@ -275,7 +292,8 @@ Result<RunnerFactory> device_runner_factory(const DeviceFlags& f, int cpu_thread
   }
   if (pipeline_stages(f) == 1 && f.pipeline_flags_given) {
     return Err(ErrorCode::kInvalidInput,
-               "--layer-split and --micro-batching apply to --pipeline-parallel > 1 only");
+               "--layer-split and --micro-batching need several pipeline stages "
+               "(--pipeline-parallel > 1, or --world-size > 1 with --nccl-init)");
   }
   if (world->has_value()) {
     if (f.device == "cpu" && f.gpu_flags_given) {
@@ -380,7 +398,8 @@ Result<std::vector<DeviceFlags>> replica_device_flags(const DeviceFlags& f, int6
   if (static_cast<int64_t>(ordinals.size()) != replicas * stages) {
     return Err(ErrorCode::kInvalidInput, "--data-parallel " + std::to_string(replicas) +
                                              " x --pipeline-parallel " + std::to_string(stages) +
-                                             " needs as many --gpu entries (got " +
+                                             " needs " + std::to_string(replicas * stages) +
+                                             " --gpu entries, one per stage of each replica (got " +
                                              std::to_string(ordinals.size()) + ")");
   }
   std::vector<DeviceFlags> out;

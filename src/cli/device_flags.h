@@ -38,6 +38,8 @@ struct DeviceFlags {
   std::string layer_split = "auto";   ///< --layer-split: auto or per-stage layer counts
   bool micro_batching = false;        ///< --micro-batching / --no-micro-batching
   bool pipeline_flags_given = false;  ///< --layer-split or --(no-)micro-batching appeared
+  /// Whether --nccl-init-timeout or --rank-timeout appeared (they need --world-size > 1).
+  bool rank_timeouts_given = false;
   /// Several processes, one stage each (runtime/pipeline/rank_pipeline.h).
   std::string nccl_init;                    ///< --nccl-init tcp://HOST:PORT; "" = one process
   int64_t rank = 0;                         ///< --rank

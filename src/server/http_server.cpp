@@ -85,6 +85,16 @@ void HttpServer::start() {
 void HttpServer::wait_signal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
     if (ec) return;
+    if (ctx_.lifecycle.state() == ServeState::kLoading) {
+      // Nothing is served yet, so there is nothing to drain, and start-up may block for long
+      // (rank 0 of a multi-process pipeline waits up to --nccl-init-timeout for its ranks):
+      // stop now, as a drain with no requests would. The exit hooks tell ranks that already
+      // joined to shut down.
+      std::fprintf(stderr, "novaserve serve: signal %d while loading: stopping\n", sig);
+      run_exit_hooks();
+      std::fflush(stderr);
+      std::_Exit(0);
+    }
     if (++signals_seen_ == 1) {
       std::fprintf(stderr,
                    "novaserve serve: signal %d: draining (%zu requests in flight, up to %lld s); "

@@ -46,7 +46,7 @@ expect_exit2 "generate: --no-graphs with --device cpu" "$BIN" generate --model "
 # checked before the device; a list is for pipeline stages and serve --data-parallel only.
 expect_exit2 "serve: --data-parallel 2 with one --gpu entry" "$BIN" serve --model "$MODEL" \
   --port 0 --device cuda --data-parallel 2 --gpu 0 &&
-  { grep -q "data-parallel 2 x --pipeline-parallel 1 needs as many --gpu entries (got 1)" \
+  { grep -q "data-parallel 2 x --pipeline-parallel 1 needs 2 --gpu entries, one per stage of each replica (got 1)" \
     "$TMP/err" || fail "serve --data-parallel 2 --gpu 0: message"; }
 expect_exit2 "serve: --data-parallel 1 with two --gpu entries" "$BIN" serve --model "$MODEL" \
   --port 0 --device cuda --gpu 0,1
@@ -59,7 +59,7 @@ expect_exit2 "generate: a --gpu list" "$BIN" generate --model "$MODEL" --prompt 
 expect_exit2 "serve: --data-parallel 2 x --pipeline-parallel 2 with three --gpu entries" "$BIN" \
   serve --model "$MODEL" --port 0 --device cuda --data-parallel 2 --pipeline-parallel 2 \
   --gpu 0,1,0 &&
-  { grep -q "data-parallel 2 x --pipeline-parallel 2 needs as many --gpu entries (got 3)" \
+  { grep -q "data-parallel 2 x --pipeline-parallel 2 needs 4 --gpu entries, one per stage of each replica (got 3)" \
     "$TMP/err" || fail "serve --data-parallel 2 --pipeline-parallel 2 --gpu 0,1,0: message"; }
 
 # --device cpu (and the auto KV type) still generate.

@@ -3,7 +3,8 @@
 # docs/multi-gpu.md "Several processes") on the CPU, all on 127.0.0.1. Usage: multi_process.sh BINARY
 # - bad rank flags exit 2 with one line, in serve, generate and bench;
 # - a rank whose rank 0 never answers (a closed port) fails after --nccl-init-timeout with one
-#   line and exit 1, and so does a rank 0 whose ranks never come;
+#   line and exit 1, and so does a rank 0 whose ranks never come; serve's rank 0 stops at once
+#   (exit 0) on SIGTERM while it waits for them;
 # - 2 and 3 processes generate the one-process greedy text (with and without micro-batching);
 # - serve over 2 processes answers; when rank 1 dies, requests get an error, /health says
 #   unhealthy, and rank 0 still drains and exits 0.
@@ -25,6 +26,11 @@ for cmd in generate bench serve; do
     { grep -q "needs --nccl-init" "$TMP/err" || fail "$cmd: --nccl-init message"; }
   expect_exit2 "$cmd: --nccl-init without a world" "$BIN" $cmd "${args[@]}" --nccl-init $url
   expect_exit2 "$cmd: --rank without a world" "$BIN" $cmd "${args[@]}" --rank 1
+  for flag in --rank-timeout --nccl-init-timeout; do
+    expect_exit2 "$cmd: $flag without a world" "$BIN" $cmd "${args[@]}" $flag 5 &&
+      { grep -q -- "--nccl-init-timeout and --rank-timeout apply to a pipeline of several" \
+        "$TMP/err" || fail "$cmd: $flag message"; }
+  done
   expect_exit2 "$cmd: world size 0" "$BIN" $cmd "${args[@]}" --nccl-init $url --world-size 0
   expect_exit2 "$cmd: not a tcp URL" "$BIN" $cmd "${args[@]}" --nccl-init 127.0.0.1:5 \
     --world-size 2
@@ -60,6 +66,26 @@ rc=$?
 [ $rc -eq 1 ] || fail "rank 0 alone: exit $rc, expected 1"
 grep -q "only 0 of the 1 other ranks joined within 1 s (missing: rank 1)" "$TMP/err" ||
   fail "rank 0 alone: message: $(tail -1 "$TMP/err")"
+# serve's rank 0 waiting for its ranks stops at the first SIGTERM (nothing is served yet), not
+# after --nccl-init-timeout.
+http=$(free_port)
+"$BIN" serve --model "$MODEL" --threads 1 --host 127.0.0.1 --port "$http" \
+  --nccl-init tcp://127.0.0.1:$(free_port) --world-size 2 --nccl-init-timeout 60 2>"$TMP/err" &
+pid=$!
+for _ in $(seq 100); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$http/health")" = 503 ] && break
+  sleep 0.1
+done
+start=$(date +%s.%N)
+kill -TERM $pid
+wait $pid
+rc=$?
+took=$(python3 -c "print($(date +%s.%N) - $start)")
+[ $rc -eq 0 ] || fail "SIGTERM while waiting for ranks: exit $rc, expected 0: $(tail -2 "$TMP/err")"
+python3 -c "import sys; sys.exit(0 if $took < 10 else 1)" ||
+  fail "SIGTERM while waiting for ranks: took $took s"
+grep -q "signal 15 while loading: stopping" "$TMP/err" || fail "SIGTERM while loading: message"
+echo "ok (exit 0 after $took s): SIGTERM to serve's rank 0 while it waits for its ranks"
 
 prompt="The capital of France is"
 "$BIN" generate --model "$MODEL" --threads 1 --prompt "$prompt" -n 8 -t 0 >"$TMP/one" 2>/dev/null ||

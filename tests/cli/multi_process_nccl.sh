@@ -36,6 +36,10 @@ for cmd in generate bench serve; do
     --pipeline-transport nccl &&
     { grep -q -- "--pipeline-transport applies to a pipeline of several processes" "$TMP/err" ||
       fail "$cmd: one-process message"; }
+  expect_exit2 "$cmd: real NCCL on the CPU" env -u NOVASERVE_NCCL_LIB "$BIN" $cmd "${args[@]}" \
+    "${world[@]}" --pipeline-transport nccl &&
+    { grep -q -- "--pipeline-transport nccl needs --device cuda" "$TMP/err" ||
+      fail "$cmd: NCCL-on-the-CPU message"; }
   NOVASERVE_NCCL_LIB=$TMP/no-such-libnccl.so expect_exit2 "$cmd: no NCCL library" "$BIN" $cmd \
     "${args[@]}" "${world[@]}" --pipeline-transport nccl &&
     { grep -q -- "--pipeline-transport nccl: cannot load the NCCL library '$TMP/no-such-libnccl.so'" \

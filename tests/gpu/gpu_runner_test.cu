@@ -229,23 +229,26 @@ class ScopedEnv {
 };
 
 // The issues 15/16 acceptance: GPU-vs-CPU lockstep at batch 1, 9, 32, 64 and 256, graphs on and
-// off (on sm_90: 9-128 rows through the wgmma GEMM, more through BLAS on transient fp16 copies).
-// Activations: exact (every tiny model) or kQ8 (the Q4_0 ones: at batch 1 the kQ8 GEMVs decode,
-// from 32 on the tensor-core GEMMs), and kQ8 with NOVASERVE_GPU_PDL=0 (the CUDA build then
-// launches without programmatic dependent launch, the path HIP takes) at batch 1 and 32. The
-// variable is read at every launch, so it stays set for the runner's whole life, and the previous
-// value comes back after. Short prompts (1-24 tokens, prefilled in chunks of 16) and 16 new
+// off. Activations: exact (every tiny model) or kQ8 (the Q4_0 ones: at batch 1 the kQ8 GEMVs
+// decode, from 9 on the tensor-core GEMMs), kQ8 with NOVASERVE_GPU_PDL=0 (the CUDA build then
+// launches without programmatic dependent launch, the path HIP takes) at batch 1 and 32, and exact
+// with NOVASERVE_GPU_WGMMA_MAX_ROWS=all (the opt-in matmul path without fp16 copies of Q4_0
+// matrices: on a compute capability 9.0 device the wgmma GEMM up to 128 rows, BLAS on a transient
+// fp16 copy above) at batch 9 to 256. PDL is read at every launch and the wgmma switch when the
+// runner is created, so each stays set for the runner's whole life; the previous value comes back
+// after. Short prompts (1-24 tokens, prefilled in chunks of 16) and 16 new
 // tokens keep each case to well under a second of CPU reference (0.7 s at batch 256 on 2 cores).
-enum class LockstepActs { kExact, kQ8, kQ8NoPdl };
+enum class LockstepActs { kExact, kQ8, kQ8NoPdl, kExactWgmmaAll };
 using LockstepParam = std::tuple<int, bool, LockstepActs>;  // batch, graphs, activations
 
 class GpuRunnerLockstep : public GpuTest, public ::testing::WithParamInterface<LockstepParam> {};
 
 TEST_P(GpuRunnerLockstep, TinyModelsMatchCpu) {
   const auto [batch, graphs, acts] = GetParam();
-  const bool q8 = acts != LockstepActs::kExact;
-  std::optional<ScopedEnv> no_pdl;
-  if (acts == LockstepActs::kQ8NoPdl) no_pdl.emplace("NOVASERVE_GPU_PDL", "0");
+  const bool q8 = acts == LockstepActs::kQ8 || acts == LockstepActs::kQ8NoPdl;
+  std::optional<ScopedEnv> env;
+  if (acts == LockstepActs::kQ8NoPdl) env.emplace("NOVASERVE_GPU_PDL", "0");
+  if (acts == LockstepActs::kExactWgmmaAll) env.emplace("NOVASERVE_GPU_WGMMA_MAX_ROWS", "all");
   constexpr int32_t kNew = 16, kChunk = 16;
   int models = 0;
   for (const TinyCase& tc : tiny_cases()) {
@@ -263,9 +266,10 @@ TEST_P(GpuRunnerLockstep, TinyModelsMatchCpu) {
                                           std::nullopt, q8 ? ActQuant::kQ8 : ActQuant::kNone);
     report((std::string(tc.name) + ", batch " + std::to_string(batch) +
             (graphs ? ", graphs" : ", no graphs") +
-            (acts == LockstepActs::kExact ? ""
-             : acts == LockstepActs::kQ8  ? ", kQ8"
-                                          : ", kQ8, no PDL"))
+            (acts == LockstepActs::kExact     ? ""
+             : acts == LockstepActs::kQ8      ? ", kQ8"
+             : acts == LockstepActs::kQ8NoPdl ? ", kQ8, no PDL"
+                                              : ", wgmma all"))
                .c_str(),
            r);
     EXPECT_GT(r.compared_rows, 0);
@@ -276,9 +280,10 @@ TEST_P(GpuRunnerLockstep, TinyModelsMatchCpu) {
 std::string lockstep_name(const ::testing::TestParamInfo<LockstepParam>& info) {
   const auto [batch, graphs, acts] = info.param;
   return "batch" + std::to_string(batch) + (graphs ? "_graphs" : "_nographs") +
-         (acts == LockstepActs::kExact ? "_exact"
-          : acts == LockstepActs::kQ8  ? "_q8"
-                                       : "_q8_nopdl");
+         (acts == LockstepActs::kExact     ? "_exact"
+          : acts == LockstepActs::kQ8      ? "_q8"
+          : acts == LockstepActs::kQ8NoPdl ? "_q8_nopdl"
+                                           : "_wgmma_all");
 }
 
 INSTANTIATE_TEST_SUITE_P(Batches, GpuRunnerLockstep,
@@ -289,6 +294,10 @@ INSTANTIATE_TEST_SUITE_P(Batches, GpuRunnerLockstep,
 INSTANTIATE_TEST_SUITE_P(NoPdl, GpuRunnerLockstep,
                          ::testing::Combine(::testing::Values(1, 32), ::testing::Bool(),
                                             ::testing::Values(LockstepActs::kQ8NoPdl)),
+                         lockstep_name);
+INSTANTIATE_TEST_SUITE_P(WgmmaAll, GpuRunnerLockstep,
+                         ::testing::Combine(::testing::Values(9, 32, 64, 256), ::testing::Bool(),
+                                            ::testing::Values(LockstepActs::kExactWgmmaAll)),
                          lockstep_name);
 
 TEST_F(GpuRunnerTest, GraphReplayEqualsEagerStepsBitForBit) {

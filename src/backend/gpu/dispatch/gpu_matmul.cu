@@ -41,10 +41,11 @@ bool use_q4_0_mma(const WeightMatrix& w, int64_t n_rows) {
 Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   std::unique_ptr<GpuMatmul> m(new GpuMatmul());
   m->stream_ = stream;
-  // By default Q4_0 matrices have no fp16 copies: the wgmma GEMM up to kWgmmaAllMaxRows rows,
-  // BLAS on a transient fp16 copy above (docs/engine.md). NOVASERVE_GPU_WGMMA_MAX_ROWS=N (an
-  // integer; 0 = the path before the wgmma GEMM) keeps the fp16 copies and gives the wgmma GEMM
-  // up to N rows, for A/B runs. Devices without wgmma (not compute capability 9.0) keep copies.
+  // The wgmma GEMM is opt-in until the runner's lockstep tests have run with it on a GPU
+  // (docs/engine.md). NOVASERVE_GPU_WGMMA_MAX_ROWS=all drops the fp16 copies of the Q4_0
+  // matrices it takes: it runs up to kWgmmaAllMaxRows rows, BLAS on a transient fp16 copy above
+  // (devices without wgmma, not compute capability 9.0, keep the copies). =N keeps the copies
+  // and gives it up to N rows.
   if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_MAX_ROWS"); env != nullptr) {
     m->wgmma_all_ = std::strcmp(env, "all") == 0;
     if (!m->wgmma_all_) m->wgmma_max_rows_ = std::strtoll(env, nullptr, 10);

@@ -1,14 +1,15 @@
 // The GPU runner's matmul y = x W^T: for up to kGemvMaxRows rows the decode GEMV (weights decoded
-// in registers, f32 activations; gpu::gemv_q4_0_split for Q4_0). Above, for split-layout Q4_0
-// weights on a compute capability 9.0 device, by default: the wgmma W4A16 GEMM over the Q4_0
-// weights up to kWgmmaAllMaxRows rows (gemm_q4_0_wgmma.h) and BLAS on a transient fp16 copy
-// decoded per call above, so no fp16 copy of a Q4_0 matrix is kept. Otherwise (other types, other
-// devices, NOVASERVE_GPU_WGMMA_MAX_ROWS=N for A/B runs): up to 32 rows and shapes where it
-// measured faster, the mma.sync W4A16 GEMM (gemm_q4_0_mma.h, sm_80+), else x converted to fp16
-// and one BLAS f16 GEMM with f32 accumulation against an fp16 copy of W made once at load (W
-// itself when it is F16). HIP builds have no BLAS here (hipBLAS is not packaged in Debian
-// bookworm), keep no fp16 copies and use the GEMV for every row count. (The runner's kQ8 mode
-// sends GEMV-sized Q4_0 batches to gemv_q4_0_q8.h instead.)
+// in registers, f32 activations; gpu::gemv_q4_0_split for Q4_0). Above: for split-layout Q4_0
+// weights, up to 32 rows and shapes where it measured faster, the mma.sync W4A16 GEMM
+// (gemm_q4_0_mma.h, sm_80+), else x converted to fp16 and one BLAS f16 GEMM with f32
+// accumulation against an fp16 copy of W made once at load (W itself when it is F16). Opt-in
+// until the runner's lockstep tests have run with it on a GPU (NOVASERVE_GPU_WGMMA_MAX_ROWS=all):
+// no fp16 copy of a split Q4_0 matrix on a compute capability 9.0 device, the wgmma W4A16 GEMM
+// up to kWgmmaAllMaxRows rows (gemm_q4_0_wgmma.h) and BLAS on a transient fp16 copy decoded per
+// call above; =N keeps the copies and gives the wgmma GEMM up to N rows. HIP builds have no BLAS
+// here (hipBLAS is not packaged in Debian bookworm), keep no fp16 copies and use the GEMV for
+// every row count. (The runner's kQ8 mode sends GEMV-sized Q4_0 batches to gemv_q4_0_q8.h
+// instead.)
 #pragma once
 
 #include <cstdint>
@@ -45,8 +46,8 @@ class GpuMatmul {
 
   /// Whether run() needs an fp16 copy of `w` (a matrix in its file type, before any repacking)
   /// for some row count: with BLAS, every type but F16 (used in place) needs one, except Q4_0
-  /// matrices that the wgmma GEMM takes at every row count (gemm_q4_0_wgmma_takes_shape; not with
-  /// NOVASERVE_GPU_WGMMA_MAX_ROWS=N). Without BLAS (HIP) nothing needs one.
+  /// matrices that the wgmma GEMM takes at every row count (gemm_q4_0_wgmma_takes_shape, with
+  /// NOVASERVE_GPU_WGMMA_MAX_ROWS=all). Without BLAS (HIP) nothing needs one.
   bool needs_f16_copy(const WeightMatrix& w) const;
 
   /// Sizes the fp16 activation scratch for GEMMs of up to `max_rows` rows and `max_n_in`
@@ -92,7 +93,7 @@ class GpuMatmul {
   DeviceBuffer x16_;            // activations, fp16 (BLAS), or packed for the wgmma GEMM
   DeviceBuffer w16_scratch_;    // kDequantBlas's transient fp16 matrix
   int64_t wgmma_max_rows_ = 0;  // NOVASERVE_GPU_WGMMA_MAX_ROWS=N (with fp16 copies)
-  bool wgmma_all_ = true;       // the default (or =all): no fp16 copies for Q4_0
+  bool wgmma_all_ = false;      // NOVASERVE_GPU_WGMMA_MAX_ROWS=all: no fp16 copies for Q4_0
   static constexpr int64_t kWgmmaAllMaxRows = 128;
   int64_t dequant_min_rows_ = std::numeric_limits<int64_t>::max();
 };

@@ -20,9 +20,11 @@ class RankNcclTest : public PipelineRunnerTest {
 #if !defined(NOVASERVE_WITH_NCCL)
     GTEST_SKIP() << "this build leaves the NCCL transport out (NOVASERVE_NCCL=OFF)";
 #endif
-    // Read at each load and by the fake at each wait; set before any rank thread starts.
+    // Read at each load and by the fake at each wait; set before any rank thread starts. A
+    // wait of a healthy pipeline can take seconds on a loaded 2-core machine (ctest -j2): 60 s
+    // here, and 3 s only in the test that waits on purpose for a rank that never sends.
     setenv("NOVASERVE_NCCL_LIB", NOVASERVE_FAKE_NCCL, 1);
-    setenv("NOVASERVE_FAKE_NCCL_TIMEOUT_S", "3", 1);
+    setenv("NOVASERVE_FAKE_NCCL_TIMEOUT_S", "60", 1);
     PipelineRunnerTest::SetUp();
   }
 };
@@ -114,6 +116,7 @@ TEST_F(RankNcclTest, ARanksFailedStepFailsRankZerosStepWithItsReason) {
             std::make_unique<FailingStage>(std::move(s.value()), /*fail_at=*/2));
       };
     };
+    setenv("NOVASERVE_FAKE_NCCL_TIMEOUT_S", "3", 1);  // rank 2 waits for input that never comes
     RankThreads ranks(gguf_, 3, "auto", false, RankTransport::kNccl, std::chrono::seconds(30),
                       stage_of);
     ASSERT_NE(ranks.pipeline, nullptr);
