@@ -70,12 +70,8 @@ constexpr int kSeqs = 8;
 constexpr int kMaxTokens = 48;
 
 TEST(EngineAllocTest, SteadyStateDecodeStepsDoNotAllocate) {
-  const std::string path = testing::default_model_path();
-  if (!std::filesystem::exists(path))
-    GTEST_SKIP() << "default model absent: run tools/fetch_model.sh";
-  auto f = GgufFile::open(path);
-  ASSERT_TRUE(f.ok());
-  std::shared_ptr<const GgufFile> gguf(std::move(f.value()));
+  const std::shared_ptr<const GgufFile> gguf = testing::open_default_model();
+  if (!gguf) GTEST_SKIP() << testing::kNoDefaultModel;
   auto tok = Tokenizer::from_gguf(*gguf);
   ASSERT_TRUE(tok.ok());
   EngineOptions o;

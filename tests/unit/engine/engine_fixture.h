@@ -32,11 +32,8 @@ inline const std::vector<std::string> kEngineTestTexts = {
 class DefaultModelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string path = testing::default_model_path();
-    if (!std::filesystem::exists(path)) return;
-    auto f = GgufFile::open(path);
-    ASSERT_TRUE(f.ok()) << f.error().message;
-    gguf_ = std::shared_ptr<const GgufFile>(std::move(f.value()));
+    gguf_ = testing::open_default_model();
+    if (!gguf_) return;
     auto t = Tokenizer::from_gguf(*gguf_);
     ASSERT_TRUE(t.ok()) << t.error().message;
     tokenizer_ = std::move(t.value()).release();
@@ -47,7 +44,7 @@ class DefaultModelTest : public ::testing::Test {
     gguf_.reset();
   }
   void SetUp() override {
-    if (!gguf_) GTEST_SKIP() << "default model absent: run tools/fetch_model.sh (make test does)";
+    if (!gguf_) GTEST_SKIP() << testing::kNoDefaultModel;
   }
 
   /// A greedy request `id` for `text`, its outputs recorded by `c`.

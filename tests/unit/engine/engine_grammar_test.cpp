@@ -65,11 +65,8 @@ class Outputs {
 class EngineGrammarTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string path = testing::default_model_path();
-    if (!std::filesystem::exists(path)) return;
-    auto f = GgufFile::open(path);
-    ASSERT_TRUE(f.ok()) << f.error().message;
-    gguf_ = std::shared_ptr<const GgufFile>(std::move(f.value()));
+    gguf_ = testing::open_default_model();
+    if (!gguf_) return;
     auto t = Tokenizer::from_gguf(*gguf_);
     ASSERT_TRUE(t.ok());
     tok_ = std::move(t.value()).release();
@@ -89,7 +86,7 @@ class EngineGrammarTest : public ::testing::Test {
     gguf_.reset();
   }
   void SetUp() override {
-    if (!gguf_) GTEST_SKIP() << "default model absent: run tools/fetch_model.sh (make test does)";
+    if (!gguf_) GTEST_SKIP() << testing::kNoDefaultModel;
   }
 
   static grammar::CompiledGrammarPtr compile(grammar::GrammarSpec::Kind kind, std::string text,

@@ -64,13 +64,8 @@ class GreedyCpuRunner final : public ModelRunner {
 class EngineGreedyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string path = testing::default_model_path();
-    if (!std::filesystem::exists(path)) {
-      GTEST_SKIP() << "default model absent: run tools/fetch_model.sh (make test does)";
-    }
-    auto f = GgufFile::open(path);
-    ASSERT_TRUE(f.ok()) << f.error().message;
-    gguf_ = std::shared_ptr<const GgufFile>(std::move(f.value()));
+    gguf_ = testing::open_default_model();
+    if (!gguf_) GTEST_SKIP() << testing::kNoDefaultModel;
     auto t = Tokenizer::from_gguf(*gguf_);
     ASSERT_TRUE(t.ok()) << t.error().message;
     tokenizer_ = std::move(t.value());

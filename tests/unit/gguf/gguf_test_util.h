@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,23 @@ inline std::string shared_dir() {
 
 inline std::string default_model_path() {
   return source_dir() + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+/// Why tests of the default model skip when it is absent.
+inline constexpr const char* kNoDefaultModel =
+    "default model absent: run tools/fetch_model.sh (make test does)";
+
+/// The default model, opened; null when the file is absent (the caller skips with
+/// kNoDefaultModel). A file that is there but does not open fails the test (and gives null).
+inline std::shared_ptr<const GgufFile> open_default_model() {
+  const std::string path = default_model_path();
+  if (!std::filesystem::exists(path)) return nullptr;
+  auto f = GgufFile::open(path);
+  if (!f.ok()) {
+    ADD_FAILURE() << path << ": " << f.error().message;
+    return nullptr;
+  }
+  return std::shared_ptr<const GgufFile>(std::move(f.value()));
 }
 
 inline std::vector<uint8_t> pattern_bytes(size_t n, uint8_t seed) {

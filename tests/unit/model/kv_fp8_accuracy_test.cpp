@@ -197,13 +197,8 @@ std::vector<float> gather(const KvSequenceView& view, int64_t il, bool k, int64_
 }
 
 TEST(KvFp8AccuracyTest, AttentionNmseOfKvFormatsOnTheDefaultModel) {
-  const std::string path = testing::default_model_path();
-  if (!std::filesystem::exists(path)) {
-    GTEST_SKIP() << "default model absent: run tools/fetch_model.sh (make test does)";
-  }
-  auto f = GgufFile::open(path);
-  ASSERT_TRUE(f.ok()) << f.error().message;
-  const std::shared_ptr<const GgufFile> gguf(std::move(f.value()));
+  const std::shared_ptr<const GgufFile> gguf = testing::open_default_model();
+  if (!gguf) GTEST_SKIP() << testing::kNoDefaultModel;
   auto tok = Tokenizer::from_gguf(*gguf);
   ASSERT_TRUE(tok.ok()) << tok.error().message;
   const auto [text, source] = corpus();

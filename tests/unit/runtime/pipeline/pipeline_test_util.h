@@ -106,13 +106,8 @@ inline void expect_same_run(const BatchRun& got, const BatchRun& want) {
 class PipelineRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string path = testing::default_model_path();
-    if (!std::filesystem::exists(path)) {
-      GTEST_SKIP() << "default model absent: run tools/fetch_model.sh (make test does)";
-    }
-    auto f = GgufFile::open(path);
-    ASSERT_TRUE(f.ok()) << f.error().message;
-    gguf_ = std::shared_ptr<const GgufFile>(std::move(f.value()));
+    gguf_ = testing::open_default_model();
+    if (!gguf_) GTEST_SKIP() << testing::kNoDefaultModel;
     auto golden = golden::load_golden(testing::source_dir() + "/tests/golden/data");
     ASSERT_TRUE(golden.ok()) << golden.error().message;
     for (const auto& p : *golden) prompts_.push_back(p.prompt_ids);
