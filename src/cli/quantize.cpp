@@ -11,8 +11,11 @@
 
 #include "cli/cli_error.h"
 #include "cli/commands.h"
+#include "cli/type_rule_flags.h"
 #include "common/progress_bar.h"
+#include "convert/quant_mixture.h"
 #include "convert/quantize_model.h"
+#include "gguf/gguf_file.h"
 #include "quant/quantize_policy.h"
 
 namespace novaserve {
@@ -105,9 +108,16 @@ void print_fallback_warnings(const std::vector<TensorPlan>& plan) {
 int run_quantize(const QuantizeCliOptions& o) {
   if (o.threads < 0) return fail("--threads must be >= 0 (0 = all cores)");
   QuantizePolicyOptions po;
-  auto base = parse_quantize_type(o.type);
-  if (!base.ok()) return fail("--type: " + base.error().message);
-  po.base_type = *base;
+  auto spec = parse_quant_type_spec(o.type);
+  if (!spec.ok()) return fail("--type: " + spec.error().message);
+  int64_t n_layer = 0;
+  if (spec->mixture != QuantMixture::kNone) {
+    // The mixture's layer rule needs the block count before the policy exists.
+    auto in = GgufFile::open(o.in);
+    if (!in.ok()) return fail(in.error().message);
+    n_layer = gguf_block_count(**in);
+  }
+  apply_quant_type_spec(*spec, n_layer, po);
   if (!o.output_type.empty()) {
     auto t = parse_quantize_type(o.output_type);
     if (!t.ok()) return fail("--output-type: " + t.error().message);
@@ -135,8 +145,7 @@ int run_quantize(const QuantizeCliOptions& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   print_fallback_warnings(result->tensors);
-  std::printf("quantized %s -> %s (type %s)\n", o.in.c_str(), o.out.c_str(),
-              std::string(ggml_type_traits(*base).name).c_str());
+  std::printf("quantized %s -> %s (type %s)\n", o.in.c_str(), o.out.c_str(), spec->name.c_str());
   print_summary(*result, seconds);
   return 0;
 }
@@ -151,23 +160,18 @@ void register_quantize(CLI::App& app, int& exit_code) {
       "Matrices get --type unless a more specific choice applies, in this order:\n"
       "--embd-type / --output-type for token_embd.weight / output.weight (a tied model's\n"
       "token_embd.weight counts as output), then --keep-f16 and --tensor-type rules (first\n"
-      "regex that matches anywhere in the name wins; --keep-f16 rules come first), then\n"
-      "llama.cpp's default for the output tensor (q6_k, or q8_0 when --type is q8_0 or does\n"
-      "not fit its rows; the float types stay as given). A type whose block size does not\n"
-      "divide the row length falls back (q4_k->q5_0, q5_k->q5_1, q6_k->q8_0, else f16) with\n"
-      "a warning. 1-D tensors (norms, biases) are copied unchanged. Prints bytes per tensor\n"
-      "class. Exit status 2 on bad arguments or files; OUT is written only when complete.");
+      "regex that matches anywhere in the name wins; --keep-f16 rules come first), then the\n"
+      "rules of --type q4_k_m (llama.cpp's Q4_K_M: q6_k for attn_v/ffn_down in the layers its\n"
+      "use_more_bits rule picks), then llama.cpp's default for the output tensor (q6_k, or\n"
+      "q8_0 when --type is q8_0 or does not fit its rows; the float types stay as given).\n"
+      "A type whose block size does not divide the row length falls back (q4_k->q5_0,\n"
+      "q5_k->q5_1, q6_k->q8_0, else f16) with a warning. 1-D tensors (norms, biases) are\n"
+      "copied unchanged. Prints bytes per tensor class. Exit status 2 on bad arguments or\n"
+      "files; OUT is written only when complete.");
   cmd->add_option("in", o->in, "input GGUF model")->required();
   cmd->add_option("out", o->out, "output GGUF file (must differ from the input)")->required();
-  cmd->add_option("--type", o->type,
-                  "base type: q4_0|q4_1|q5_0|q5_1|q8_0|q4_k|q5_k|q6_k|f16|bf16|f32")
-      ->required();
-  cmd->add_option("--tensor-type", o->tensor_types,
-                  "REGEX=TYPE rule (repeatable; first match wins)")
-      ->allow_extra_args(false);  // one value per occurrence: IN/OUT stay positional
-  cmd->add_option("--keep-f16", o->keep_f16,
-                  "REGEX: shorthand for REGEX=f16, placed before every --tensor-type rule")
-      ->allow_extra_args(false);
+  cmd->add_option("--type", o->type, type_flag_help())->required();
+  add_type_rule_flags(*cmd, o->tensor_types, o->keep_f16);
   cmd->add_option("--output-type", o->output_type, "type of output.weight");
   cmd->add_option("--embd-type", o->embd_type, "type of token_embd.weight");
   cmd->add_option("--threads", o->threads, "threads; 0 = all cores")->capture_default_str();

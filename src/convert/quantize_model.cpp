@@ -177,7 +177,7 @@ Result<QuantizeModelResult> quantize_model(const std::string& in_path, const std
   std::vector<GgufKv> kvs;
   kvs.reserve(in.metadata().size() + 2);
   bool has_file_type = false, has_quant_version = false;
-  const uint32_t file_type = llama_file_type(policy.base_type());
+  const uint32_t file_type = policy.file_type();
   for (const auto& kv : in.metadata()) {
     if (kv.key == "general.file_type") {
       has_file_type = true;

@@ -69,7 +69,7 @@ struct QuantizeModelResult {
 
 /// Quantizes the GGUF model at `in_path` into `out_path` following `policy`.
 ///
-/// Metadata is copied in order; general.file_type is set to llama_file_type(base type) and
+/// Metadata is copied in order; general.file_type is set to policy.file_type() and
 /// general.quantization_version to 2 when absent (ggml's current block layout). Tensors keep
 /// their order, names and dims. A converted tensor is dequantized (dequantize_row: any type it
 /// supports) to f32 and quantized row by row (quantize_row), rows split across `threads`.

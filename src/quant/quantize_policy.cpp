@@ -41,6 +41,16 @@ Result<TensorTypeRule> make_rule(const std::string& label, std::string_view patt
   return rule;
 }
 
+// Parses every REGEX=TYPE rule of `texts` onto `rules`.
+Status append_rules(const std::vector<std::string>& texts, std::vector<TensorTypeRule>& rules) {
+  for (const auto& text : texts) {
+    auto rule = parse_tensor_type_rule(text);
+    if (!rule.ok()) return rule.error();
+    rules.push_back(std::move(*rule));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<GgmlType> parse_quantize_type(std::string_view name) {
@@ -51,10 +61,14 @@ Result<GgmlType> parse_quantize_type(std::string_view name) {
   if (t && std::find(kWritableTypes.begin(), kWritableTypes.end(), *t) != kWritableTypes.end()) {
     return *t;
   }
+  return Err(ErrorCode::kInvalidInput,
+             "unknown type '" + std::string(name) + "' (choose " + quantize_type_choices() + ")");
+}
+
+std::string quantize_type_choices() {
   std::string choices;
   for (GgmlType w : kWritableTypes) choices += (choices.empty() ? "" : "|") + type_name(w);
-  return Err(ErrorCode::kInvalidInput,
-             "unknown type '" + std::string(name) + "' (choose " + choices + ")");
+  return choices;
 }
 
 Result<TensorTypeRule> parse_tensor_type_rule(std::string_view rule) {
@@ -132,11 +146,9 @@ Result<QuantizePolicy> QuantizePolicy::create(const QuantizePolicyOptions& optio
     if (!rule.ok()) return rule.error();
     p.rules_.push_back(std::move(*rule));
   }
-  for (const auto& text : options.tensor_types) {
-    auto rule = parse_tensor_type_rule(text);
-    if (!rule.ok()) return rule.error();
-    p.rules_.push_back(std::move(*rule));
-  }
+  NOVASERVE_RETURN_IF_ERROR(append_rules(options.tensor_types, p.rules_));
+  p.n_user_rules_ = p.rules_.size();
+  NOVASERVE_RETURN_IF_ERROR(append_rules(options.mixture_rules, p.rules_));
   return p;
 }
 
@@ -162,14 +174,14 @@ TypeChoice QuantizePolicy::choose(std::string_view name, const std::vector<uint6
     const std::string s(name);
     for (size_t i = 0; i < rules_.size(); ++i) {
       if (std::regex_search(s, rules_[i].regex)) {
-        c.source = TypeSource::kRule;
+        c.source = i < n_user_rules_ ? TypeSource::kRule : TypeSource::kMixture;
         c.rule_index = static_cast<int>(i);
         c.requested = rules_[i].type;
         break;
       }
     }
-    if (c.source != TypeSource::kRule) {
-      if (is_output) {
+    if (c.rule_index < 0) {
+      if (is_output && options_.output_default) {
         c.source = TypeSource::kOutputDefault;
         if (is_float_type(base)) {
           c.requested = base;

@@ -100,11 +100,6 @@ else:
 PY
 }
 
-# tensor_type FILE NAME: the type column of NAME in `inspect FILE`.
-tensor_type() {
-  "$BIN" inspect "$1" | awk -v n="\"$2\"" '$1 == n { print $2 }'
-}
-
 # with_file_limit KIB COMMAND...: COMMAND with files limited to KIB KiB; SIGXFSZ is ignored, so
 # a write past the limit fails with EFBIG (as on a full disk) instead of killing the process.
 with_file_limit() {

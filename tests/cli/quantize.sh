@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CLI test for `novaserve quantize`. Usage: quantize.sh NOVASERVE_BINARY
-# Quantizes the default model to q8_0, to a mixed policy and to q4_k (fallback), checks the
+# Quantizes the default model to q8_0, to a mixed policy, to q4_k (fallback) and to q4_k_m
+# (llama.cpp's mixture), checks the
 # tensor types with `inspect`, generates a few greedy tokens from each output, and checks that
 # bad arguments exit 2 with one line on stderr and leave no output file behind, and that a
 # failure while writing keeps an existing OUT unchanged.
@@ -10,22 +11,6 @@ if [ ! -f "$MODEL" ]; then
   echo "SKIP: default model missing ($MODEL); run tools/fetch_model.sh"
   exit 0
 fi
-
-# tensor_type FILE NAME: the type column of NAME in `inspect FILE`.
-tensor_type() {
-  "$BIN" inspect "$1" | awk -v n="\"$2\"" '$1 == n { print $2 }'
-}
-
-# expect_types FILE NAME=TYPE...
-expect_types() {
-  local file=$1
-  shift
-  for pair in "$@"; do
-    local got
-    got=$(tensor_type "$file" "${pair%%=*}")
-    [ "$got" = "${pair#*=}" ] || fail "$(basename "$file"): ${pair%%=*} is '$got', expected ${pair#*=}"
-  done
-}
 
 # generates FILE: a few greedy tokens come out.
 generates() {
@@ -77,6 +62,21 @@ expect_types "$TMP/q4k.gguf" blk.0.attn_q.weight=q5_0 blk.0.ffn_down.weight=q4_k
 generates "$TMP/q4k.gguf"
 echo "ok: q4_k fallback"
 
+# 3b. q4_k_m: llama.cpp's Q4_K_M on 30 layers gives attn_v/ffn_down q6_k in layers 0-2, 5, 8, ...,
+# 23 and 26-29 (attn_v's 576-wide rows then fall back to q8_0), q4_k elsewhere (q5_0 on 576).
+"$BIN" quantize "$MODEL" "$TMP/q4km.gguf" --type q4_k_m --threads 2 >"$TMP/q4km.out" 2>"$TMP/q4km.err"
+rc=$?
+[ $rc -eq 0 ] || fail "q4_k_m: exit $rc: $(cat "$TMP/q4km.err")"
+grep -q "(type q4_k_m)" "$TMP/q4km.out" || fail "q4_k_m: summary: $(head -1 "$TMP/q4km.out")"
+expect_types "$TMP/q4km.gguf" blk.0.ffn_down.weight=q6_k blk.3.ffn_down.weight=q4_k \
+  blk.5.ffn_down.weight=q6_k blk.26.ffn_down.weight=q6_k blk.25.ffn_down.weight=q4_k \
+  blk.5.attn_v.weight=q8_0 blk.6.attn_v.weight=q5_0 blk.5.attn_q.weight=q5_0 \
+  token_embd.weight=q8_0
+"$BIN" inspect "$TMP/q4km.gguf" | grep -q 'general.file_type (uint32) = 15' ||
+  fail "q4_k_m: general.file_type is not 15 (MOSTLY_Q4_K_M)"
+generates "$TMP/q4km.gguf"
+echo "ok: q4_k_m"
+
 # 4. Bad input: exit 2, one line, and no OUT (nor temporary file) left behind.
 cp "$MODEL" "$TMP/in.gguf"
 mkdir "$TMP/errs"
@@ -84,6 +84,9 @@ OUT=$TMP/errs/out.gguf
 expect_exit2 "missing input" "$BIN" quantize "$TMP/nope.gguf" "$OUT" --type q8_0
 expect_exit2 "input is not GGUF" "$BIN" quantize "$TMP/q8.out" "$OUT" --type q8_0
 expect_exit2 "unknown type" "$BIN" quantize "$TMP/in.gguf" "$OUT" --type q9_0
+expect_exit2 "unknown mixture" "$BIN" quantize "$TMP/in.gguf" "$OUT" --type q4_k_s
+grep -q "q4_k_m" "$TMP/err" || fail "unknown mixture: the message does not list q4_k_m"
+expect_exit2 "q4_k_m of a missing input" "$BIN" quantize "$TMP/nope.gguf" "$OUT" --type q4_k_m
 expect_exit2 "unknown --output-type" "$BIN" quantize "$TMP/in.gguf" "$OUT" --type q8_0 \
   --output-type q3
 expect_exit2 "bad regex" "$BIN" quantize "$TMP/in.gguf" "$OUT" --type q8_0 \

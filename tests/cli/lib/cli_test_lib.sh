@@ -1,7 +1,7 @@
 # Shared set-up for the CLI test scripts in tests/cli (sourced, not run).
 # Defines BIN (from $1), SRC, SHARED, MODEL, a TMP dir removed on exit, a failure counter with
-# fail(), expect_exit2(), require_model(), quick_args(), free_port(), wait_healthy(), wait_exit()
-# and finish().
+# fail(), expect_exit2(), tensor_type(), expect_types(), require_model(), quick_args(),
+# free_port(), wait_healthy(), wait_exit() and finish().
 set -u
 BIN=${1:?usage: $(basename "$0") NOVASERVE_BINARY}
 SRC=${NOVASERVE_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -34,6 +34,22 @@ expect_exit2() {
     return 1
   fi
   echo "ok (exit 2): $what: $(cat "$TMP/err")"
+}
+
+# tensor_type FILE NAME: the type column of NAME in `inspect FILE`.
+tensor_type() {
+  "$BIN" inspect "$1" | awk -v n="\"$2\"" '$1 == n { print $2 }'
+}
+
+# expect_types FILE NAME=TYPE...: each tensor NAME of FILE has type TYPE (fail() otherwise).
+expect_types() {
+  local file=$1
+  shift
+  for pair in "$@"; do
+    local got
+    got=$(tensor_type "$file" "${pair%%=*}")
+    [ "$got" = "${pair#*=}" ] || fail "$(basename "$file"): ${pair%%=*} is '$got', expected ${pair#*=}"
+  done
 }
 
 # require_model: ends the script with a SKIP line (success) when the default model is absent.

@@ -149,6 +149,32 @@ TEST(QuantizePolicyTest, OutputTensorDefaultFollowsLlamaCpp) {
   EXPECT_EQ(embd.type, GgmlType::kQ4_0);
 }
 
+TEST(QuantizePolicyTest, OutputDefaultOffAndMixtureRules) {
+  QuantizePolicyOptions o;
+  o.base_type = GgmlType::kQ4_0;
+  o.output_default = false;  // synth's plain types: the head is a matrix like the others
+  o.tensor_types = {"attn_v=q8_0"};
+  o.mixture_rules = {"attn_(v|k)=q4_1", "output=f16"};
+  o.file_type = 99;
+  auto p = QuantizePolicy::create(o);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto tied = p->choose("token_embd.weight", kEmbd, true);
+  EXPECT_EQ(tied.source, TypeSource::kBase);
+  EXPECT_EQ(tied.type, GgmlType::kQ4_0);
+  // The user's rule first, then the mixture's.
+  EXPECT_EQ(p->choose("blk.0.attn_v.weight", kAttnQ, true).source, TypeSource::kRule);
+  auto k = p->choose("blk.0.attn_k.weight", kAttnQ, true);
+  EXPECT_EQ(k.source, TypeSource::kMixture);
+  EXPECT_EQ(k.rule_index, 1);
+  EXPECT_EQ(k.type, GgmlType::kQ4_1);
+  EXPECT_EQ(p->choose("output.weight", {512, 100}, false).type, GgmlType::kF16);
+  EXPECT_EQ(p->file_type(), 99u);
+  o.mixture_rules = {"attn=q7"};
+  auto bad = QuantizePolicy::create(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("attn=q7"), std::string::npos);
+}
+
 TEST(QuantizePolicyTest, OutputAndEmbdFlagsBeatRules) {
   QuantizePolicyOptions o;
   o.base_type = GgmlType::kQ4_0;
