@@ -4,7 +4,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +13,8 @@
 
 #include "cli/cli_error.h"
 #include "cli/commands.h"
+#include "cli/type_rule_flags.h"
+#include "convert/quant_mixture.h"
 
 namespace novaserve {
 namespace {
@@ -21,6 +22,8 @@ namespace {
 struct SynthFlags {
   std::string preset;
   std::string type;
+  std::vector<std::string> tensor_types;
+  std::vector<std::string> keep_f16;
   std::string output;
   int64_t seed = 0;
   int threads = 0;
@@ -70,20 +73,18 @@ int run_synth(const SynthFlags& f) {
   if (preset == nullptr) {
     return fail(2, "unknown --preset '" + f.preset + "' (presets: " + synth_preset_names() + ")");
   }
-  std::string type_name = f.type;
-  std::transform(type_name.begin(), type_name.end(), type_name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const auto type = ggml_type_from_name(type_name);
-  if (!type || !synth_type_supported(*type)) {
-    return fail(2, "unsupported --type '" + f.type +
-                       "' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k)");
-  }
+  auto spec = parse_quant_type_spec(f.type);
+  if (!spec.ok()) return fail(2, "--type: " + spec.error().message);
+  SynthTypeRules types{*spec, f.keep_f16, f.tensor_types};
+  // The rules are checked now (the layer count does not matter for that), before any file is
+  // looked for or written.
+  if (auto policy = synth_policy(types, 1); !policy.ok()) return fail(2, policy.error().message);
   if (f.threads < 0) return fail(2, "--threads must be >= 0 (0 = all cores)");
   if (f.seed < 0) return fail(2, "--seed must be >= 0");
 
   SynthOptions o;
   o.preset = f.preset;
-  o.type = *type;
+  o.types = std::move(types);
   o.seed = static_cast<uint64_t>(f.seed);
   o.n_threads = f.threads;
   o.tokenizer_source = f.tokenizer;
@@ -113,11 +114,16 @@ int run_synth(const SynthFlags& f) {
     // only a broken invariant of our own is 1.
     return fail(r.error().code == ErrorCode::kInternal ? 1 : 2, r.error().message);
   }
+  std::string by_type;
+  for (const auto& [type, n] : r->n_tensors_by_type) {
+    by_type += (by_type.empty() ? "" : ", ") + std::to_string(n) + " " +
+               std::string(ggml_type_traits(type).name);
+  }
   std::fprintf(stderr,
-               "novaserve synth: wrote %s: preset %s, type %s, %zu tensors, %.3f B params, "
+               "novaserve synth: wrote %s: preset %s, type %s, %zu tensors (%s), %.3f B params, "
                "%.2f GiB in %.1f s (%.0f MB/s)\n",
-               f.output.c_str(), f.preset.c_str(), type_name.c_str(), r->n_tensors,
-               static_cast<double>(r->n_params) * 1e-9,
+               f.output.c_str(), f.preset.c_str(), spec->name.c_str(), r->n_tensors,
+               by_type.c_str(), static_cast<double>(r->n_params) * 1e-9,
                static_cast<double>(r->file_bytes) / (1024.0 * 1024.0 * 1024.0), r->seconds,
                static_cast<double>(r->file_bytes) * 1e-6 / std::max(r->seconds, 1e-9));
   return 0;
@@ -127,12 +133,16 @@ int run_synth(const SynthFlags& f) {
 
 void register_synth(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
-      "synth", "Write a GGUF of a named architecture with deterministic random weights");
+      "synth",
+      "Write a GGUF of a named architecture with deterministic random weights.\n"
+      "Every matrix gets --type unless a --keep-f16 or --tensor-type rule picks another type\n"
+      "(the rules and their order are quantize's; see `novaserve quantize --help`), and q4_k_m\n"
+      "adds llama.cpp's Q4_K_M rules after them. A type whose block size does not divide the\n"
+      "row length falls back as in quantize.");
   auto f = std::make_shared<SynthFlags>();
   cmd->add_option("--preset", f->preset, "Architecture: " + synth_preset_names())->required();
-  cmd->add_option("--type", f->type,
-                  "Matrix type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k")
-      ->required();
+  cmd->add_option("--type", f->type, type_flag_help())->required();
+  add_type_rule_flags(*cmd, f->tensor_types, f->keep_f16);
   cmd->add_option("-o,--output", f->output, "Output GGUF path")->required();
   cmd->add_option("--seed", f->seed, "Random seed (same seed, same bytes)");
   cmd->add_option("--threads", f->threads, "Generator threads (0 = all cores)");

@@ -80,9 +80,11 @@ Result<SynthReport> write_synth_gguf(const std::string& path, const SynthOptions
   }
   auto shape = synth_shape(*preset, source->get());
   if (!shape.ok()) return shape.error();
-  auto plan = synth_tensor_plan(*shape, o.type);
+  auto policy = synth_policy(o.types, shape->n_layer);
+  if (!policy.ok()) return policy.error();
+  auto plan = synth_tensor_plan(*shape, *policy);
   if (!plan.ok()) return plan.error();
-  auto kvs = synth_metadata(*preset, *shape, o.type, o.seed, **source);
+  auto kvs = synth_metadata(*preset, *shape, policy->file_type(), o.seed, **source);
   if (!kvs.ok()) return kvs.error();
   NOVASERVE_RETURN_IF_ERROR(check_not_source(path, o.tokenizer_source));
 
@@ -90,6 +92,7 @@ Result<SynthReport> write_synth_gguf(const std::string& path, const SynthOptions
   SynthReport report;
   for (const auto& t : *plan) {
     decls.push_back(t.decl);
+    ++report.n_tensors_by_type[t.decl.type];
     report.n_params += static_cast<uint64_t>(t.n_in) * static_cast<uint64_t>(t.n_rows);
   }
   // Written next to `path` and renamed over it only when complete: an existing file there

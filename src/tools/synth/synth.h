@@ -2,7 +2,9 @@
 // weights, for benchmarking and GPU-vs-CPU tests at real model sizes (llama.cpp loads them too).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "common/result.h"
@@ -13,8 +15,8 @@
 namespace novaserve {
 
 struct SynthOptions {
-  std::string preset;               ///< a synth_presets() name
-  GgmlType type = GgmlType::kQ4_0;  ///< matrix type (see synth_type_supported)
+  std::string preset;    ///< a synth_presets() name
+  SynthTypeRules types;  ///< --type, --keep-f16, --tensor-type (see synth_policy)
   uint64_t seed = 0;
   int n_threads = 0;  ///< <= 0: all cores
   /// GGUF whose tokenizer.* keys are copied (and, for smollm2-135m, whose config gives the
@@ -27,16 +29,18 @@ struct SynthReport {
   uint64_t file_bytes = 0;
   uint64_t n_params = 0;  ///< elements over all tensors
   size_t n_tensors = 0;
-  double seconds = 0.0;  ///< wall time of generation + writing
+  std::map<GgmlType, size_t> n_tensors_by_type;  ///< the file's tensors counted by type
+  double seconds = 0.0;                          ///< wall time of generation + writing
 };
 
 /// Writes the synthetic model to `path`. Tensors are generated in chunks of rows on a thread pool
 /// and streamed to the file (GgufStreamWriter) while the next chunk is generated, so memory stays
 /// at a few chunk buffers whatever the model size. Each row's values come from its own
-/// SynthRowRng(seed, fnv1a64(tensor name), row), so the bytes depend only on (preset, type, seed,
-/// tokenizer source), never on n_threads.
-/// Errors: kInvalidInput for an unknown preset (message lists the presets) or a bad tokenizer
-/// source; kUnsupported for an unsupported type; kNotFound/kIo for the tokenizer source; kIo
+/// SynthRowRng(seed, fnv1a64(tensor name), row), so the bytes depend only on (preset, types,
+/// seed, tokenizer source), never on n_threads. Each matrix's type is synth_policy(types,
+/// n_layer)'s choice.
+/// Errors: kInvalidInput for an unknown preset (message lists the presets), a bad rule (naming
+/// it) or a bad tokenizer source; kNotFound/kIo for the tokenizer source; kIo
 /// naming `path` when it cannot be written. The file is written as `path`.tmp-PID (TempOutput)
 /// and renamed to `path` only when complete, so a failure leaves no partial file and an
 /// existing file at `path` unchanged.

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "convert/gguf_writer.h"
-#include "quant/quantize_policy.h"
 
 namespace novaserve {
 namespace {
@@ -13,11 +12,12 @@ constexpr float kBiasScale = 0.1f;
 // llama_token_type UNUSED: the type HF-to-GGUF conversion gives vocabulary padding.
 constexpr int64_t kTokenTypeUnused = 5;
 
-SynthTensor matrix(std::string name, GgmlType type, int64_t n_in, int64_t n_rows) {
+SynthTensor matrix(std::string name, const QuantizePolicy& policy, bool tied, int64_t n_in,
+                   int64_t n_rows) {
   SynthTensor t;
-  const GgmlType tt = synth_matrix_type(type, n_in);
-  t.decl = GgufTensorDecl{
-      std::move(name), tt, {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_rows)}};
+  std::vector<uint64_t> dims = {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_rows)};
+  const GgmlType type = policy.choose(name, dims, tied).type;
+  t.decl = GgufTensorDecl{std::move(name), type, std::move(dims)};
   t.init = SynthInit::kRandom;
   t.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(n_in)));
   t.n_in = n_in;
@@ -60,83 +60,53 @@ GgufValue padded_array(const GgufValue& src, size_t first_index, size_t n_pad, P
 
 }  // namespace
 
-bool synth_type_supported(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF32:
-    case GgmlType::kF16:
-    case GgmlType::kBF16:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ4_1:
-    case GgmlType::kQ5_0:
-    case GgmlType::kQ5_1:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K:
-      return true;
-    default:
-      return false;
-  }
+Result<QuantizePolicy> synth_policy(const SynthTypeRules& rules, int64_t n_layer) {
+  QuantizePolicyOptions o;
+  o.keep_f16 = rules.keep_f16;
+  o.tensor_types = rules.tensor_types;
+  o.output_default = false;  // a plain type: the head too (a mixture turns it back on)
+  apply_quant_type_spec(rules.type, n_layer, o);
+  return QuantizePolicy::create(o);
 }
 
-GgmlType synth_matrix_type(GgmlType requested, int64_t n_in) {
-  GgmlType t = requested;
-  if (!ggml_row_bytes(t, static_cast<uint64_t>(n_in))) {
-    switch (t) {
-      case GgmlType::kQ4_K:
-        t = GgmlType::kQ5_0;
-        break;
-      case GgmlType::kQ5_K:
-        t = GgmlType::kQ5_1;
-        break;
-      case GgmlType::kQ6_K:
-        t = GgmlType::kQ8_0;
-        break;
-      default:
-        break;
-    }
-  }
-  if (!ggml_row_bytes(t, static_cast<uint64_t>(n_in))) t = GgmlType::kF16;
-  return t;
-}
-
-Result<std::vector<SynthTensor>> synth_tensor_plan(const SynthShape& s, GgmlType type) {
-  if (!synth_type_supported(type)) {
-    return Err(ErrorCode::kUnsupported,
-               "synth type " + std::string(ggml_type_traits(type).name) + " is not supported");
-  }
+Result<std::vector<SynthTensor>> synth_tensor_plan(const SynthShape& s,
+                                                   const QuantizePolicy& policy) {
   NOVASERVE_RETURN_IF_ERROR(check_shape(s));
   const int64_t q_dim = s.n_head * s.head_dim;
   const int64_t kv_dim = s.n_head_kv * s.head_dim;
   std::vector<SynthTensor> plan;
-  plan.push_back(matrix("token_embd.weight", type, s.n_embd, s.n_vocab));
+  const bool tied = s.tied_output;
+  auto mat = [&policy, tied](std::string name, int64_t n_in, int64_t n_rows) {
+    return matrix(std::move(name), policy, tied, n_in, n_rows);
+  };
+  plan.push_back(mat("token_embd.weight", s.n_embd, s.n_vocab));
   plan.push_back(vector("output_norm.weight", s.n_embd, SynthInit::kOnes, 1.0f));
-  if (!s.tied_output) plan.push_back(matrix("output.weight", type, s.n_embd, s.n_vocab));
+  if (!tied) plan.push_back(mat("output.weight", s.n_embd, s.n_vocab));
   for (int64_t il = 0; il < s.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     plan.push_back(vector(p + "attn_norm.weight", s.n_embd, SynthInit::kOnes, 1.0f));
-    plan.push_back(matrix(p + "attn_q.weight", type, s.n_embd, q_dim));
+    plan.push_back(mat(p + "attn_q.weight", s.n_embd, q_dim));
     if (s.qkv_bias)
       plan.push_back(vector(p + "attn_q.bias", q_dim, SynthInit::kRandom, kBiasScale));
-    plan.push_back(matrix(p + "attn_k.weight", type, s.n_embd, kv_dim));
+    plan.push_back(mat(p + "attn_k.weight", s.n_embd, kv_dim));
     if (s.qkv_bias) {
       plan.push_back(vector(p + "attn_k.bias", kv_dim, SynthInit::kRandom, kBiasScale));
     }
-    plan.push_back(matrix(p + "attn_v.weight", type, s.n_embd, kv_dim));
+    plan.push_back(mat(p + "attn_v.weight", s.n_embd, kv_dim));
     if (s.qkv_bias) {
       plan.push_back(vector(p + "attn_v.bias", kv_dim, SynthInit::kRandom, kBiasScale));
     }
-    plan.push_back(matrix(p + "attn_output.weight", type, q_dim, s.n_embd));
+    plan.push_back(mat(p + "attn_output.weight", q_dim, s.n_embd));
     plan.push_back(vector(p + "ffn_norm.weight", s.n_embd, SynthInit::kOnes, 1.0f));
-    plan.push_back(matrix(p + "ffn_gate.weight", type, s.n_embd, s.n_ff));
-    plan.push_back(matrix(p + "ffn_up.weight", type, s.n_embd, s.n_ff));
-    plan.push_back(matrix(p + "ffn_down.weight", type, s.n_ff, s.n_embd));
+    plan.push_back(mat(p + "ffn_gate.weight", s.n_embd, s.n_ff));
+    plan.push_back(mat(p + "ffn_up.weight", s.n_embd, s.n_ff));
+    plan.push_back(mat(p + "ffn_down.weight", s.n_ff, s.n_embd));
   }
   return plan;
 }
 
 Result<std::vector<GgufKv>> synth_metadata(const SynthPreset& preset, const SynthShape& s,
-                                           GgmlType type, uint64_t seed,
+                                           uint32_t file_type, uint64_t seed,
                                            const GgufFile& tokenizer_source) {
   auto tokens = tokenizer_source.get_array("tokenizer.ggml.tokens");
   if (!tokens.ok() || (*tokens)->elem_type != GgufValueType::kString) {
@@ -158,7 +128,7 @@ Result<std::vector<GgufKv>> synth_metadata(const SynthPreset& preset, const Synt
   const std::string& a = s.arch;
   add("general.architecture", gguf_string(a));
   add("general.name", gguf_string("synth-" + std::string(preset.name)));
-  add("general.file_type", gguf_u32(llama_file_type(type)));
+  add("general.file_type", gguf_u32(file_type));
   add("general.quantization_version", gguf_u32(2));
   add(a + ".context_length", gguf_u32(static_cast<uint32_t>(s.n_ctx)));
   add(a + ".embedding_length", gguf_u32(static_cast<uint32_t>(s.n_embd)));

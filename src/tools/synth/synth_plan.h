@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "convert/gguf_stream_writer.h"
+#include "convert/quant_mixture.h"
 #include "gguf/gguf_file.h"
 #include "quant/ggml_type.h"
+#include "quant/quantize_policy.h"
 #include "tools/synth/synth_preset.h"
 
 namespace novaserve {
@@ -28,29 +31,38 @@ struct SynthTensor {
   int64_t n_rows = 0;
 };
 
-/// Types `synth --type` accepts: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k.
-bool synth_type_supported(GgmlType type);
+/// The type flags of `synth`: the same as quantize's --type, --keep-f16 and --tensor-type.
+struct SynthTypeRules {
+  QuantTypeSpec type{GgmlType::kQ4_0, QuantMixture::kNone, "q4_0"};  ///< --type
+  std::vector<std::string> keep_f16;                                 ///< --keep-f16 REGEX, in order
+  std::vector<std::string> tensor_types;  ///< --tensor-type REGEX=TYPE, in order
+};
 
-/// The type a matrix with `n_in` inputs gets when `requested` is asked for: `requested` when
-/// n_in is a multiple of its block size; else llama.cpp's fallback for K-quants (q4_k -> q5_0,
-/// q5_k -> q5_1, q6_k -> q8_0), and f16 when n_in is not even a multiple of 32.
-GgmlType synth_matrix_type(GgmlType requested, int64_t n_in);
+/// The QuantizePolicy of a synth file with `n_layer` blocks, with quantize's precedence: the
+/// --keep-f16 rules, then the --tensor-type rules, then the mixture's rules (q4_k_m), then the
+/// base type. One difference: for a plain --type the policy's output default is off, so the head
+/// (output.weight, or the tied token_embd.weight) gets --type like every matrix, as synth files
+/// always had (the Q4_0 baseline files are Q4_0 throughout); a mixture keeps it (q4_k_m's head
+/// is q6_k). Errors: kInvalidInput from QuantizePolicy::create, naming the bad rule.
+Result<QuantizePolicy> synth_policy(const SynthTypeRules& rules, int64_t n_layer);
 
 /// Every tensor of a model of `shape`, standard GGUF names (llama.cpp's LLM_TENSOR names):
 /// token_embd.weight, output_norm.weight, output.weight (unless tied), then per layer
 /// blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up,
 /// ffn_down}.weight and blk.N.attn_{q,k,v}.bias for qkv_bias. Matrices (the embedding and head
-/// too) use synth_matrix_type(type, n_in); norms and biases are f32.
+/// too) get policy.choose(name, dims, shape.tied_output).type (the block-size fallback
+/// included); norms and biases are f32.
 ///
 /// Scales keep activations of unit size through the network: every matrix is drawn with
 /// standard deviation 1/sqrt(n_in), so a unit-RMS input gives unit-variance outputs (Glorot /
 /// LeCun initialization); norm weights are 1; biases have deviation 0.1. The embedding also uses
 /// 1/sqrt(n_embd) so that a tied head gives unit-variance logits.
-/// Errors: kUnsupported when !synth_type_supported(type); kInvalidInput for a shape with a
-/// non-positive size or heads that do not divide evenly.
-Result<std::vector<SynthTensor>> synth_tensor_plan(const SynthShape& shape, GgmlType type);
+/// Errors: kInvalidInput for a shape with a non-positive size or heads that do not divide evenly.
+Result<std::vector<SynthTensor>> synth_tensor_plan(const SynthShape& shape,
+                                                   const QuantizePolicy& policy);
 
-/// Metadata of the file: general.* (architecture, name, file_type, quantization_version),
+/// Metadata of the file: general.* (architecture, name, file_type = `file_type` (a llama_ftype:
+/// QuantizePolicy::file_type()), quantization_version),
 /// the architecture's hyperparameter keys (`<arch>.context_length`, ...), novaserve.synth.preset
 /// and novaserve.synth.seed for provenance, and every `tokenizer.*` key of `tokenizer_source`.
 /// A vocabulary shorter than shape.n_vocab is padded with "[PAD<id>]" tokens of type UNUSED (5),
@@ -58,7 +70,7 @@ Result<std::vector<SynthTensor>> synth_tensor_plan(const SynthShape& shape, Ggml
 /// Errors: kInvalidInput when the source has no tokenizer.ggml.tokens string array, or more
 /// tokens than shape.n_vocab.
 Result<std::vector<GgufKv>> synth_metadata(const SynthPreset& preset, const SynthShape& shape,
-                                           GgmlType type, uint64_t seed,
+                                           uint32_t file_type, uint64_t seed,
                                            const GgufFile& tokenizer_source);
 
 }  // namespace novaserve
