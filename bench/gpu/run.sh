@@ -2,7 +2,7 @@
 # GPU machine entry point: runs the GPU tests and writes a report to OUTDIR. All of tests/gpu/*.cu
 # (op tests, paged attention, weight arena) are one binary, gpu_op_test.
 # Usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]
-#                          [--models "PRESET ..."] [--no-tests] [--peer DIR] ...
+#                          [--types] [--models "PRESET ..."] [--no-tests] [--peer DIR] ...
 #
 # --model GGUF  the default model (SmolLM2-135M-Instruct Q4_1): the GPU runner tests compare it
 #               (and a synth model of its shape) with the CPU at batch 32; without it they skip.
@@ -48,6 +48,16 @@
 #               --rank 0 and 1, --pipeline-transport tcp: NCCL refuses two ranks on one GPU;
 #               pipeline.md, pipeline-*.log).
 # --synth       times `novaserve synth` for llama3-8b and u15-lite-12b Q4_0 (synth.txt).
+# --types       weight types other than Q4_0 on the first model of --models: synthesizes
+#               PRESET-q4_k_m.gguf (`--type q4_k_m`: llama.cpp's Q4_K_M mixture) and
+#               PRESET-q4_0-ffn16.gguf (`--type q4_0 --keep-f16 'ffn_(gate|up)'`: the product's
+#               mixed policy) in the scratch folder (synth.txt), then for each file
+#               `novaserve bench --device cuda` at batch 1 (prompts 16 and 1024, 128 generated)
+#               and batch 32 (prompt 1024, 128 generated) (types-PRESET-TAG.log and
+#               types-PRESET-TAG-b{1,32}.json) and, with --peer, `run-llamacpp.sh TGZ batched
+#               FILE 1,32` (llama-batched-bench; types-peer-batched-PRESET-TAG.log); types.md:
+#               generation-phase tok/s of both at batch 1 and 32, the ratios, and novaserve's
+#               device weight memory line per file.
 # --seqs-sweep "N ..."  for the first model of --models: for each N, serve with --max-num-seqs N
 #               --max-num-batched-tokens 8192 and drive fin-qa open loop at --sweep-qps (default
 #               120) for 30 s (sweep-PRESET-N.*), then `novaserve bench` at batch N (prompt 512,
@@ -60,7 +70,8 @@
 # --loadgen-timeout S  the time limit of each --find-max-qps run, novaserve's and the peer's
 #               (default 480; a probe is 30 s plus its drain, the confirmation 60 s, the warm-up
 #               10 s): lower it to fit two searches in one call.
-# --peer DIR    also measures the peer, llama.cpp, on the same files in the same call. DIR holds
+# --peer DIR    also measures the peer, llama.cpp, on the same files in the same call (--bench,
+#               --serve, --types). DIR holds
 #               llama.cpp-cuda-sm90.tgz and run-llamacpp.sh (copies of ../shared/peers/, which
 #               does not travel: copy them into an ignored folder such as .carry/peers and carry
 #               it). With --bench, for each model of --models after novaserve's bench:
@@ -74,8 +85,9 @@
 # --peer-serve-start QPS  first probe of the peer's --find-max-qps (default 2: llama-server
 #               holds about 4 req/s of fin-qa).
 # --peer-serve-max QPS  the same for the peer's search (default 400).
-# --peer-only   with --peer: runs the peer's stages of --bench/--serve but not novaserve's (for a
-#               call whose novaserve figures came from the call before; ratios then say missing).
+# --peer-only   with --peer: runs the peer's stages of --bench/--serve/--types but not novaserve's
+#               (for a call whose novaserve figures came from the call before; ratios then say
+#               missing).
 # --ab OLD_BIN  A/B speed of two builds on the first model of --models: OLD_BIN (another
 #               novaserve, e.g. build-gpucarry/bin/novaserve-old from the previous commit; or
 #               env:NAME=VALUE, the carried binary under that environment variable, e.g.
@@ -101,7 +113,7 @@
 # GPU (the runtime could not use it).
 set -u
 usage() {
-  echo "usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth]" \
+  echo "usage: bench/gpu/run.sh OUTDIR [--model GGUF] [--e2e] [--bench] [--serve] [--synth] [--types]" \
     "[--models \"PRESET ...\"] [--no-tests] [--overload QPS] [--seqs-sweep \"N ...\"]" \
     "[--sweep-qps QPS] [--serve-start QPS] [--serve-max QPS] [--governor] [--ab OLD_BIN]" \
     "[--loadgen-timeout S] [--peer DIR] [--peer-serve-start QPS] [--peer-serve-max QPS]" \
@@ -114,6 +126,7 @@ esac
 OUT=$1
 shift
 SYNTH=0
+TYPES=0
 PIPELINE=0
 GOVERNOR=0
 E2E=0
@@ -139,6 +152,7 @@ MODEL=
 while [ $# -gt 0 ]; do
   case "$1" in
     --synth) SYNTH=1 ;;
+    --types) TYPES=1 ;;
     --governor) GOVERNOR=1 ;;
     --pipeline) PIPELINE=1 ;;
     --e2e) E2E=1 ;;
@@ -232,8 +246,8 @@ if [ $PEER_ONLY -eq 1 ] && [ -z "$PEER_DIR" ]; then
   echo "run.sh: --peer-only needs --peer DIR" >&2
   usage
 fi
-if [ -n "$PEER_DIR" ] && [ $BENCH -eq 0 ] && [ $SERVE -eq 0 ]; then
-  echo "run.sh: --peer measures llama.cpp in the --bench and --serve stages; give one" >&2
+if [ -n "$PEER_DIR" ] && [ $BENCH -eq 0 ] && [ $SERVE -eq 0 ] && [ $TYPES -eq 0 ]; then
+  echo "run.sh: --peer measures llama.cpp in the --bench, --serve and --types stages; give one" >&2
   usage
 fi
 [ -n "$MODEL" ] && export NOVASERVE_MODEL=$MODEL
@@ -586,6 +600,48 @@ if [ $BENCH -eq 1 ]; then
     fi
   done
 fi
+# types_model PRESET: the --types stage. Each file: novaserve's bench at llama-batched-bench's
+# shapes (batch 1 also after a 16-token prompt, llama-bench's tg128), then the peer's.
+types_model() {
+  local name=$1 tag m b1 b32 prc
+  local -a flags
+  for tag in q4_k_m q4_0-ffn16; do
+    case $tag in
+      q4_k_m) flags=(--type q4_k_m) ;;
+      q4_0-ffn16) flags=(--type q4_0 --keep-f16 'ffn_(gate|up)') ;;
+    esac
+    m="$scratch/$name-$tag.gguf"
+    if [ ! -f "$m" ] && ! "$NS" synth --preset "$name" "${flags[@]}" -o "$m" >>"$OUT/synth.txt" 2>&1; then
+      echo "synth $name ${flags[*]}: failed (synth.txt)" | tee -a "$OUT/summary.md"
+      continue
+    fi
+    if [ $PEER_ONLY -eq 0 ]; then
+      b1=0 b32=0
+      {
+        timeout 200 "$NS" bench --device cuda --model "$m" --batch 1 --prompt 16,1024 --gen 128 \
+          --json "$OUT/types-$name-$tag-b1.json" || b1=$?
+        timeout 200 "$NS" bench --device cuda --model "$m" --batch 32 --prompt 1024 --gen 128 \
+          --json "$OUT/types-$name-$tag-b32.json" || b32=$?
+      } >"$OUT/types-$name-$tag.log" 2>&1
+      echo "bench $name $tag (${flags[*]}) --device cuda: exit $b1 (batch 1), $b32 (batch 32)" \
+        "(types-$name-$tag.log)" | tee -a "$OUT/summary.md"
+      grep -E '^\||device weight memory' "$OUT/types-$name-$tag.log"
+    fi
+    if [ -n "$PEER_DIR" ]; then
+      prc=0
+      timeout 300 bash "$PEER_SH" "$PEER_TGZ" batched "$m" 1,32 \
+        >"$OUT/types-peer-batched-$name-$tag.log" 2>&1 || prc=$?
+      echo "peer llama-batched-bench $name $tag npl 1,32: exit $prc" \
+        "(types-peer-batched-$name-$tag.log)" | tee -a "$OUT/summary.md"
+    fi
+  done
+  {
+    echo "# Weight types: $name, novaserve --device cuda${PEER_DIR:+ and llama.cpp} on the same files"
+    echo
+    python3 "$ROOT/bench/gpu/peer_summary.py" types "$OUT" "$name" q4_k_m q4_0-ffn16
+  } >"$OUT/types.md"
+  tee -a "$OUT/summary.md" <"$OUT/types.md"
+}
 sweep_model() {  # sweep_model PRESET: fin-qa at SWEEP_QPS and a bench per --max-num-seqs
   local name=$1 m="$scratch/$1.gguf" port=18082
   ensure_model "$name"
@@ -712,6 +768,9 @@ pipeline_model() {  # pipeline_model PRESET: the --pipeline stage
   } >"$OUT/pipeline.md" 2>&1
   tee -a "$OUT/summary.md" <"$OUT/pipeline.md"
 }
+if [ $TYPES -eq 1 ]; then
+  types_model "${BENCH_MODELS%% *}"
+fi
 if [ $PIPELINE -eq 1 ]; then
   pipeline_model "${BENCH_MODELS%% *}"
 fi
