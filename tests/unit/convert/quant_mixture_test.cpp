@@ -7,16 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "../gguf/gguf_test_util.h"
 #include "convert/quantize_model.h"
 
 namespace novaserve {
 namespace {
-
-namespace fs = std::filesystem;
 
 QuantizePolicy q4_k_m_policy(int64_t n_layer, std::vector<std::string> tensor_types = {}) {
   QuantizePolicyOptions o;
@@ -126,15 +125,11 @@ TEST(QuantMixtureTest, UserRulesComeBeforeTheMixture) {
 // What `quantize --type q4_k_m` plans for the default model (30 layers, tied head, 576-wide
 // rows that no K-quant fits, 1536-wide ffn_down rows that do).
 TEST(QuantMixtureTest, DefaultModelPlan) {
-  const char* env = std::getenv("NOVASERVE_SOURCE_DIR");
-  const fs::path model =
-      fs::path(env ? env : NOVASERVE_SOURCE_DIR) / "models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!fs::exists(model)) GTEST_SKIP() << model << " is absent (tools/fetch_model.sh)";
-  auto file = GgufFile::open(model.string());
-  ASSERT_TRUE(file.ok()) << file.error().message;
-  const int64_t n_layer = gguf_block_count(**file);
+  const std::shared_ptr<const GgufFile> file = testing::open_default_model();
+  if (!file) GTEST_SKIP() << testing::kNoDefaultModel;
+  const int64_t n_layer = gguf_block_count(*file);
   ASSERT_EQ(n_layer, 30);
-  auto plan = plan_quantization(**file, q4_k_m_policy(n_layer));
+  auto plan = plan_quantization(*file, q4_k_m_policy(n_layer));
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   ASSERT_EQ(plan->size(), 1u + 1u + 30u * 9u);
   for (const TensorPlan& t : *plan) {
