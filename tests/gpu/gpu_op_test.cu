@@ -24,6 +24,7 @@
 #include "backend/gpu/kernels/gpu_ops.h"
 #include "backend/gpu/platform/gpu_status.h"
 #include "common/thread_pool.h"
+#include "gemv_reference.h"
 #include "gpu_test_util.h"
 #include "quant/dequantize.h"
 #include "quant/half.h"
@@ -34,23 +35,7 @@
 namespace novaserve::gpu {
 namespace {
 
-// ---- Thresholds ------------------------------------------------------------------------------
-// GEMV: both sides multiply the same decoded weights (bit-identical decode) by the same f32
-// activations; they differ only in summation order (CPU: sequential/SIMD lanes; GPU: 32 or 64
-// lane partials plus a butterfly) and the GPU's fused multiply-adds. A sum of n random-sign
-// terms carries a rounding error of about 2^-24 * sqrt(n / 2) relative to the sum of the terms'
-// magnitudes, ~3e-6 at n = 4096, so the error over those magnitudes (abs_scaled_error) is
-// ~1e-11 and 1e-9 leaves margin, while a decode bug that gets one weight of each 4096-wide row
-// wrong gives ~1e-4. (Over the outputs themselves the error is unbounded: a single output whose
-// terms cancel, as [1 x 32] can draw, failed 1e-9 at 4.4e-9 with seed 1471858377.) One entry per
-// dtype so that a future kernel that quantizes activations (as ActQuant::kQ8 does) can state its
-// own bound.
-const std::map<GgmlType, double> kGemvNmse = {
-    {GgmlType::kF32, 1e-9},  {GgmlType::kF16, 1e-9},  {GgmlType::kBF16, 1e-9},
-    {GgmlType::kQ8_0, 1e-9}, {GgmlType::kQ4_0, 1e-9}, {GgmlType::kQ4_1, 1e-9},
-    {GgmlType::kQ5_0, 1e-9}, {GgmlType::kQ5_1, 1e-9}, {GgmlType::kQ4_K, 1e-9},
-    {GgmlType::kQ5_K, 1e-9}, {GgmlType::kQ6_K, 1e-9},
-};
+// ---- Thresholds (the GEMV's are in gemv_reference.h) ---------------------------------------
 // RMSNorm: float tree sum of squares on the GPU vs double on the CPU: ~1e-7 relative in r.
 constexpr double kNormNmse = 1e-12;
 // RoPE table: device double pow/cos/sin (<= 2 ulp in double) vs glibc, rounded to f32.
@@ -62,7 +47,9 @@ const GgmlType kAllTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
                               GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
                               GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
 
+using test::abs_scaled_error;
 using test::DeviceBuffer;
+using test::kGemvNmse;
 using test::nmse;
 using test::random_floats;
 using test::random_quantized;
@@ -81,28 +68,6 @@ std::vector<std::pair<int64_t, int64_t>> weight_shapes(GgmlType type) {
 }
 
 class GpuOpTest : public test::GpuTest {};
-
-// sum (got - ref)^2 / sum_{r,o} (sum_i |w[o][i] x[r][i]|)^2 for y = x W^T, ref[r][o]: the squared
-// error over the squared magnitudes of the terms each output sums (>= every output's own
-// magnitude, so it is not inflated where terms cancel).
-double abs_scaled_error(const std::vector<float>& got, const std::vector<float>& ref,
-                        const std::vector<uint8_t>& w, GgmlType type, int64_t n_in, int64_t n_out,
-                        const std::vector<float>& x, int64_t rows) {
-  const size_t row_bytes = *ggml_row_bytes(type, n_in);
-  std::vector<float> wrow(static_cast<size_t>(n_in));
-  double err = 0.0, scale = 0.0;
-  for (int64_t o = 0; o < n_out; ++o) {
-    EXPECT_TRUE(dequantize_row(type, w.data() + o * row_bytes, wrow.data(), n_in).ok());
-    for (int64_t r = 0; r < rows; ++r) {
-      double sum_abs = 0.0;
-      for (int64_t i = 0; i < n_in; ++i) sum_abs += std::fabs(double{wrow[i]} * x[r * n_in + i]);
-      const double d = static_cast<double>(got[r * n_out + o]) - ref[r * n_out + o];
-      err += d * d;
-      scale += sum_abs * sum_abs;
-    }
-  }
-  return scale > 0.0 ? err / scale : err;
-}
 
 TEST_F(GpuOpTest, EmbedMatchesCpuBitForBit) {
   SCOPED_TRACE(seed_note());

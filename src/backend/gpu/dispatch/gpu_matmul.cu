@@ -6,6 +6,7 @@
 #include "backend/gpu/dispatch/gpu_matmul.h"
 #include "backend/gpu/kernels/gemm_q4_0_mma.h"
 #include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
+#include "backend/gpu/kernels/gemv_blocks.h"
 #include "backend/gpu/kernels/gpu_ops.h"
 
 namespace novaserve::gpu {
@@ -17,10 +18,12 @@ namespace {
 constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
 #endif
 
-// The decode GEMV for `w`: the Q4_0 kernel for split-layout matrices, else the generic one.
+// The decode GEMV for `w`: the Q4_0 kernel for split-layout matrices, with `blocks` the GEMV over
+// ggml's block layouts for the types and shapes it takes, else the generic one.
 Status small_gemv(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, bool split,
-                  cudaStream_t stream) {
+                  bool blocks, cudaStream_t stream) {
   if (split) return gemv_q4_0_split(w, x, n_rows, y, stream);
+  if (blocks && gemv_blocks_takes(w)) return gemv_blocks(w, x, n_rows, y, stream);
   return gemv(w, x, n_rows, y, stream);
 }
 
@@ -54,6 +57,12 @@ Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   // transient fp16 copy instead (kDequantBlas), for A/B runs against the wgmma GEMM.
   if (const char* env = std::getenv("NOVASERVE_GPU_DEQUANT_MIN_ROWS"); env != nullptr) {
     m->dequant_min_rows_ = std::strtoll(env, nullptr, 10);
+  }
+  // NOVASERVE_GPU_KQUANT_GEMV=1: F16, BF16, Q8_0, Q4_K, Q5_K and Q6_K matrices take
+  // gemv_blocks (gemv_blocks.h) instead of the generic GEMV. Opt-in until its op tests
+  // (GemvBlocksTest.*) and the runner's lockstep with it (kExactKQuantGemv) have run on a GPU.
+  if (const char* env = std::getenv("NOVASERVE_GPU_KQUANT_GEMV"); env != nullptr) {
+    m->blocks_gemv_ = std::strcmp(env, "1") == 0;
   }
 #if !defined(NOVASERVE_GPU_HIP)
   auto blas = GpuBlas::create(stream);
@@ -132,7 +141,7 @@ Status GpuMatmul::gemm(const WeightMatrix& w, const __half* w16, const float* x,
                        float* y, bool split, bool accumulate) {
 #if defined(NOVASERVE_GPU_HIP)
   if (accumulate) return Err(ErrorCode::kInvalidInput, "GpuMatmul: no accumulating GEMM on HIP");
-  return small_gemv(w, x, n_rows, y, split, stream_);
+  return small_gemv(w, x, n_rows, y, split, blocks_gemv_, stream_);
 #else
   const Path p = path(w, w16, n_rows, split);
   if (accumulate && p != Path::kBlas && p != Path::kWgmma && p != Path::kDequantBlas) {
@@ -140,7 +149,7 @@ Status GpuMatmul::gemm(const WeightMatrix& w, const __half* w16, const float* x,
   }
   switch (p) {
     case Path::kGemv:
-      return small_gemv(w, x, n_rows, y, split, stream_);
+      return small_gemv(w, x, n_rows, y, split, blocks_gemv_, stream_);
     case Path::kMma:
       return gemm_q4_0_mma(w, x, n_rows, y, stream_);
     case Path::kWgmma:

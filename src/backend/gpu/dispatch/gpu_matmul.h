@@ -9,7 +9,10 @@
 // call above; =N keeps the copies and gives the wgmma GEMM up to N rows. HIP builds have no BLAS
 // here (hipBLAS is not packaged in Debian bookworm), keep no fp16 copies and use the GEMV for
 // every row count. (The runner's kQ8 mode sends GEMV-sized Q4_0 batches to gemv_q4_0_q8.h
-// instead.)
+// instead.) The GEMV of the other types is the generic gpu::gemv; opt-in
+// (NOVASERVE_GPU_KQUANT_GEMV=1, read at create(); off until its tests have run on a GPU), F16,
+// BF16, Q8_0, Q4_K, Q5_K and Q6_K matrices take gemv_blocks (gemv_blocks.h) instead, on CUDA and
+// HIP alike.
 #pragma once
 
 #include <cstdint>
@@ -96,6 +99,7 @@ class GpuMatmul {
   bool wgmma_all_ = false;      // NOVASERVE_GPU_WGMMA_MAX_ROWS=all: no fp16 copies for Q4_0
   static constexpr int64_t kWgmmaAllMaxRows = 128;
   int64_t dequant_min_rows_ = std::numeric_limits<int64_t>::max();
+  bool blocks_gemv_ = false;  // NOVASERVE_GPU_KQUANT_GEMV=1: gemv_blocks for the types it takes
 };
 
 }  // namespace novaserve::gpu

@@ -23,7 +23,9 @@
 #include <string>
 
 #include "backend/gpu/kernels/gpu_ops.h"
+#include "backend/gpu/kernels/launch_checks.h"
 #include "backend/gpu/kernels/q4_0_split.h"
+#include "backend/gpu/kernels/weight_bits.h"
 #include "backend/gpu/platform/gpu_status.h"
 
 namespace novaserve::gpu {
@@ -48,37 +50,6 @@ __global__ void repack_q4_0_kernel(const uint8_t* src, int64_t n_blocks_total, u
   *d = static_cast<unsigned short>(s[0] | (s[1] << 8));
 #pragma unroll
   for (int k = 0; k < kNibbleBytes; ++k) qs[k] = s[2 + k];
-}
-
-// Weights are read once per launch: on CUDA an evict-first load keeps them from pushing the
-// activations, which every warp re-reads, out of L1. (HIP has no such intrinsic for these types.)
-template <typename T>
-__device__ __forceinline__ T load_once(const T* p) {
-#if defined(NOVASERVE_GPU_HIP)
-  return *p;
-#else
-  return __ldcs(p);
-#endif
-}
-
-__device__ __forceinline__ __half2 bits_to_half2(uint32_t bits) {
-  __half2 h;
-  static_assert(sizeof(h) == sizeof(bits));
-  __builtin_memcpy(&h, &bits, sizeof(h));
-  return h;
-}
-
-// (a & mask) | bits in one instruction. ptxas splits the C++ expression into two LOP3s (each
-// takes one immediate); PTX's lop3 with `bits` in a register keeps it one.
-template <uint32_t kMask>
-__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t bits) {
-#if defined(NOVASERVE_GPU_HIP)
-  return (a & kMask) | bits;
-#else
-  uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(a), "n"(kMask), "r"(bits));
-  return r;
-#endif
 }
 
 // The 8 values q - 8 of nibble word k (bytes 4k..4k+3) of a block, exactly: f[0..3] for values
@@ -316,12 +287,6 @@ Status run_passes(const Q4Mats& mats, const float* x, int64_t n_in, int64_t n_ro
   return {};
 }
 
-bool overlap(const void* a, int64_t a_bytes, const void* b, int64_t b_bytes) {
-  const auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + static_cast<uintptr_t>(b_bytes) &&
-         pb < pa + static_cast<uintptr_t>(a_bytes);
-}
-
 // The checks shared by every GEMV entry point, for one matrix and its output.
 Status check_gemv(const char* fn, const WeightMatrix& w, int64_t n_in, const float* x,
                   int64_t n_rows, const float* y) {
@@ -342,7 +307,7 @@ Status check_gemv(const char* fn, const WeightMatrix& w, int64_t n_in, const flo
                name + "weights and x must be non-null and 16-byte aligned, y non-null");
   }
   const int64_t f = static_cast<int64_t>(sizeof(float));
-  if (overlap(x, n_rows * n_in * f, y, n_rows * w.n_out * f)) {
+  if (ranges_overlap(x, n_rows * n_in * f, y, n_rows * w.n_out * f)) {
     return Err(ErrorCode::kInvalidInput, name + "y must not overlap x");
   }
   return {};
