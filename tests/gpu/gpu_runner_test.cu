@@ -432,7 +432,6 @@ TEST_F(GpuRunnerModelTest, SynthModelMatchesCpuAtBatch32) {
   const std::string synth = ::testing::TempDir() + "/gpu_runner_synth_smollm2.gguf";
   SynthOptions o;
   o.preset = "smollm2-135m";
-  o.type = GgmlType::kQ4_0;
   o.tokenizer_source = path_;
   auto written = write_synth_gguf(synth, o);
   ASSERT_TRUE(written.ok()) << written.error().message;
