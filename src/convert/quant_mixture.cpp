@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
+
+#include "gguf/block_layer.h"
 
 namespace novaserve {
 namespace {
@@ -67,19 +68,8 @@ void apply_quant_type_spec(const QuantTypeSpec& spec, int64_t n_layer,
 }
 
 int64_t gguf_block_count(const GgufFile& file) {
-  constexpr std::string_view kPrefix = "blk.";
   int64_t n = 0;
-  for (const auto& t : file.tensors()) {
-    const std::string_view name = t.name;
-    if (name.substr(0, kPrefix.size()) != kPrefix) continue;
-    int64_t index = -1;
-    const char* begin = name.data() + kPrefix.size();
-    const char* end = name.data() + name.size();
-    const auto [p, ec] = std::from_chars(begin, end, index);
-    if (ec == std::errc() && p != begin && p != end && *p == '.' && index >= 0) {
-      n = std::max(n, index + 1);
-    }
-  }
+  for (const auto& t : file.tensors()) n = std::max(n, block_layer(t.name) + 1);
   return n;
 }
 
