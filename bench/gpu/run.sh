@@ -246,8 +246,10 @@ if [ $PEER_ONLY -eq 1 ] && [ -z "$PEER_DIR" ]; then
   echo "run.sh: --peer-only needs --peer DIR" >&2
   usage
 fi
-if [ -n "$PEER_DIR" ] && [ $BENCH -eq 0 ] && [ $SERVE -eq 0 ] && [ $TYPES -eq 0 ]; then
-  echo "run.sh: --peer measures llama.cpp in the --bench, --serve and --types stages; give one" >&2
+if [ -n "$PEER_DIR" ] && [ $BENCH -eq 0 ] && [ $SERVE -eq 0 ] && [ $TYPES -eq 0 ] &&
+  [ $ENERGY -eq 0 ]; then
+  echo "run.sh: --peer measures llama.cpp in the --bench, --serve, --types and --energy stages;" \
+    "give one" >&2
   usage
 fi
 [ -n "$MODEL" ] && export NOVASERVE_MODEL=$MODEL

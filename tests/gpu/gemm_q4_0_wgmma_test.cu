@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "backend/gpu/dispatch/gpu_matmul.h"
 #include "backend/gpu/kernels/gemm_q4_0_mma.h"
 #include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
 #include "q4_0_gemm_harness.h"
@@ -36,8 +38,8 @@ constexpr int64_t kMaxRows = 272;
 std::string plan_text(const GemmQ4_0WgmmaPlan& p) {
   return std::to_string(p.out_tiles) + " tiles of 128 outputs x " + std::to_string(p.k_splits) +
          " k-splits x " + std::to_string(p.row_tiles) + " row tiles of " +
-         std::to_string(p.tile_rows) + ", " + std::to_string(p.stages) + " stages, " +
-         std::to_string(p.smem_bytes / 1024) + " KiB smem";
+         std::to_string(p.tile_rows) + (p.serial_splits ? " (splits in turn)" : "") + ", " +
+         std::to_string(p.stages) + " stages, " + std::to_string(p.smem_bytes / 1024) + " KiB smem";
 }
 
 class GemmQ4_0WgmmaTest : public test::GpuTest {
@@ -112,6 +114,62 @@ TEST_F(GemmQ4_0WgmmaTest, MatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
                 plan_text(plan.value()).c_str(), worst32, worst16);
   }
 }
+
+// Prefill-sized calls walk the k-splits in turn in one block (plan.serial_splits) instead of a
+// cluster: the same sums in the same order, so a row's bits match a cluster-split call's.
+TEST_F(GemmQ4_0WgmmaTest, SplitsInTurnEqualClusterSplitsBitForBit) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(0);
+  constexpr int64_t kRows = 520;  // 5 tiles of 128 rows, the last partial
+  for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{4096, 4096}, {14336, 4096}}) {
+    SCOPED_TRACE(::testing::Message() << "[" << n_in << " -> " << n_out << "]");
+    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, kRows, rng_, pool, stream_);
+    const WeightMatrix wm{c.split->get(), GgmlType::kQ4_0, n_in, n_out};
+    const auto big = gemm_q4_0_wgmma_plan(wm, kRows);
+    const auto small = gemm_q4_0_wgmma_plan(wm, 100);
+    ASSERT_TRUE(big.ok() && small.ok());
+    if (!big->serial_splits) {
+      GTEST_SKIP() << "this GPU's multiprocessors are not filled by " << plan_text(big.value());
+    }
+    ASSERT_FALSE(small->serial_splits);
+    ASSERT_GT(small->k_splits, 1) << "the small call must split through a cluster";
+    const auto all = run(wm, c.x, kRows);
+    EXPECT_LT(nmse(all, c.ref32), test::kQ4GemmF32RefNmse);
+    EXPECT_LT(nmse(all, c.ref16), test::kQ4GemmF16RefNmse);
+    EXPECT_TRUE(same_bits(run(wm, first_rows(c.x, 100, n_in), 100), first_rows(all, 100, n_out)))
+        << plan_text(big.value()) << " vs " << plan_text(small.value());
+    EXPECT_TRUE(same_bits(run(wm, c.x, kRows), all)) << "two launches differ";
+  }
+}
+
+#if defined(NOVASERVE_GPU_HAS_BLAS)
+// GpuMatmul's BLAS on a transient fp16 copy of a split Q4_0 matrix
+// (NOVASERVE_GPU_DEQUANT_MIN_ROWS, read at create(); unset again after), plain and accumulating:
+// both match the CPU within the fp16 GEMM bound.
+TEST_F(GemmQ4_0WgmmaTest, DequantBlasMatchesCpu) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(0);
+  const int64_t n_in = 4096, n_out = 1000, rows = 300;
+  const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, rows, rng_, pool, stream_);
+  const WeightMatrix wm{c.split->get(), GgmlType::kQ4_0, n_in, n_out};
+  setenv("NOVASERVE_GPU_DEQUANT_MIN_ROWS", "9", 1);
+  auto mm = GpuMatmul::create(stream_);
+  unsetenv("NOVASERVE_GPU_DEQUANT_MIN_ROWS");
+  ASSERT_TRUE(mm.ok()) << mm.error().message;
+  DeviceBuffer<float> d_x(c.x), d_y(static_cast<size_t>(rows * n_out));
+  ASSERT_TRUE((*mm)->run(wm, nullptr, d_x.get(), rows, d_y.get(), true).ok());
+  sync();
+  const auto y = d_y.download();
+  EXPECT_LT(nmse(y, c.ref32), test::kQ4GemmF32RefNmse);
+  EXPECT_LT(nmse(y, c.ref16), test::kQ4GemmF16RefNmse);
+  ASSERT_TRUE((*mm)->accumulates(wm, nullptr, rows, true));
+  ASSERT_TRUE((*mm)->accumulate(wm, nullptr, d_x.get(), rows, d_y.get()).ok());
+  sync();
+  std::vector<float> twice(c.ref16.size());
+  for (size_t i = 0; i < twice.size(); ++i) twice[i] = 2.0f * c.ref16[i];
+  EXPECT_LT(nmse(d_y.download(), twice), test::kQ4GemmF16RefNmse);
+}
+#endif
 
 TEST_F(GemmQ4_0WgmmaTest, GraphReplayEqualsEagerLaunch) {
   SCOPED_TRACE(seed_note());
@@ -205,7 +263,7 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
   DeviceBuffer<uint8_t> blas_ws(size_t{32} << 20);
   ASSERT_TRUE((*blas)->set_workspace(blas_ws.get(), blas_ws.size()).ok());
 #endif
-  for (int64_t m : {8, 16, 32, 64, 128, 256, 512, 2048}) {
+  for (int64_t m : {8, 16, 32, 64, 128, 256, 512, 1024, 2048}) {
     double step_wg = 0.0, step_mma = 0.0, step_blas = 0.0, step_deq = 0.0;
     for (const Shape& s : shapes) {
       const int64_t q4_bytes = s.n_out * (s.n_in / 32) * 18;

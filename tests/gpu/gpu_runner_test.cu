@@ -4,7 +4,7 @@
 // and the default model itself, at batch 32 with mixed prompt lengths, graphs on and off, f16 and
 // quantized KV caches; the tiny models again at batch 1, 32, 64 and 256 with graphs on and off,
 // exact and kQ8 activations, kQ8 with programmatic dependent launch off (NOVASERVE_GPU_PDL=0,
-// HIP's path), and exact with the opt-in block GEMV (NOVASERVE_GPU_KQUANT_GEMV=1) at batch 1 and
+// HIP's path), and exact with the generic GEMV (NOVASERVE_GPU_KQUANT_GEMV=0) at batch 1 and
 // 8 (GpuRunnerLockstep); synth models of the big presets when run.sh provides them;
 // plus graph replay against eager steps bit for bit, and no device allocation after warm-up.
 //
@@ -233,16 +233,24 @@ class ScopedEnv {
 // off. Activations: exact (every tiny model) or kQ8 (the Q4_0 ones: at batch 1 the kQ8 GEMVs
 // decode, from 9 on the tensor-core GEMMs), kQ8 with NOVASERVE_GPU_PDL=0 (the CUDA build then
 // launches without programmatic dependent launch, the path HIP takes) at batch 1 and 32, exact
-// with NOVASERVE_GPU_WGMMA_MAX_ROWS=all (the opt-in matmul path without fp16 copies of Q4_0
-// matrices: on a compute capability 9.0 device the wgmma GEMM up to 128 rows, BLAS on a transient
-// fp16 copy above) at batch 9 to 256, and exact with NOVASERVE_GPU_KQUANT_GEMV=1 (the opt-in
-// gemv_blocks for every matrix of the F16, Q8_0, Q4_K, Q6_K and qwen2 (Q8_0) models) at batch 1
-// and 8, the GEMV batches' smallest and largest. PDL is read at every launch and the wgmma and
-// GEMV switches when the runner is created, so each stays set for the runner's whole life; the
-// previous value comes back after. Short prompts (1-24 tokens, prefilled in chunks of 16) and 16
-// new tokens keep each case to well under a second of CPU reference (0.7 s at batch 256 on 2
-// cores).
-enum class LockstepActs { kExact, kQ8, kQ8NoPdl, kExactWgmmaAll, kExactKQuantGemv };
+// with NOVASERVE_GPU_WGMMA_MAX_ROWS=0 (fp16 copies of the Q4_0 matrices and the GEMMs on them:
+// the path before the wgmma GEMM, and that of devices without wgmma) and with
+// NOVASERVE_GPU_DEQUANT_MIN_ROWS=9 (BLAS on a transient fp16 copy from 9 rows, the default's
+// prefill path: the wgmma GEMM then runs no matmul) at batch 9 to 256, and exact with
+// NOVASERVE_GPU_KQUANT_GEMV=0 (the generic GEMV instead of gemv_blocks for the F16, Q8_0, Q4_K,
+// Q6_K and qwen2 (Q8_0) models, the A/B fallback) at batch 1 and 8, the GEMV batches' smallest and
+// largest. PDL is read at every launch and the wgmma and GEMV switches when the runner is created,
+// so each stays set for the runner's whole life; the previous value comes back after. Short prompts
+// (1-24 tokens, prefilled in chunks of 16) and 16 new tokens keep each case to well under a second
+// of CPU reference (0.7 s at batch 256 on 2 cores).
+enum class LockstepActs {
+  kExact,
+  kQ8,
+  kQ8NoPdl,
+  kExactF16Copies,
+  kExactDequant,
+  kExactGenericGemv
+};
 using LockstepParam = std::tuple<int, bool, LockstepActs>;  // batch, graphs, activations
 
 class GpuRunnerLockstep : public GpuTest, public ::testing::WithParamInterface<LockstepParam> {};
@@ -252,8 +260,9 @@ TEST_P(GpuRunnerLockstep, TinyModelsMatchCpu) {
   const bool q8 = acts == LockstepActs::kQ8 || acts == LockstepActs::kQ8NoPdl;
   std::optional<ScopedEnv> env;
   if (acts == LockstepActs::kQ8NoPdl) env.emplace("NOVASERVE_GPU_PDL", "0");
-  if (acts == LockstepActs::kExactWgmmaAll) env.emplace("NOVASERVE_GPU_WGMMA_MAX_ROWS", "all");
-  if (acts == LockstepActs::kExactKQuantGemv) env.emplace("NOVASERVE_GPU_KQUANT_GEMV", "1");
+  if (acts == LockstepActs::kExactF16Copies) env.emplace("NOVASERVE_GPU_WGMMA_MAX_ROWS", "0");
+  if (acts == LockstepActs::kExactDequant) env.emplace("NOVASERVE_GPU_DEQUANT_MIN_ROWS", "9");
+  if (acts == LockstepActs::kExactGenericGemv) env.emplace("NOVASERVE_GPU_KQUANT_GEMV", "0");
   constexpr int32_t kNew = 16, kChunk = 16;
   int models = 0;
   for (const TinyCase& tc : tiny_cases()) {
@@ -271,11 +280,12 @@ TEST_P(GpuRunnerLockstep, TinyModelsMatchCpu) {
                                           std::nullopt, q8 ? ActQuant::kQ8 : ActQuant::kNone);
     report((std::string(tc.name) + ", batch " + std::to_string(batch) +
             (graphs ? ", graphs" : ", no graphs") +
-            (acts == LockstepActs::kExact           ? ""
-             : acts == LockstepActs::kQ8            ? ", kQ8"
-             : acts == LockstepActs::kQ8NoPdl       ? ", kQ8, no PDL"
-             : acts == LockstepActs::kExactWgmmaAll ? ", wgmma all"
-                                                    : ", k-quant GEMV"))
+            (acts == LockstepActs::kExact            ? ""
+             : acts == LockstepActs::kQ8             ? ", kQ8"
+             : acts == LockstepActs::kQ8NoPdl        ? ", kQ8, no PDL"
+             : acts == LockstepActs::kExactF16Copies ? ", fp16 copies"
+             : acts == LockstepActs::kExactDequant   ? ", transient fp16 copies"
+                                                     : ", generic GEMV"))
                .c_str(),
            r);
     EXPECT_GT(r.compared_rows, 0);
@@ -286,11 +296,12 @@ TEST_P(GpuRunnerLockstep, TinyModelsMatchCpu) {
 std::string lockstep_name(const ::testing::TestParamInfo<LockstepParam>& info) {
   const auto [batch, graphs, acts] = info.param;
   return "batch" + std::to_string(batch) + (graphs ? "_graphs" : "_nographs") +
-         (acts == LockstepActs::kExact           ? "_exact"
-          : acts == LockstepActs::kQ8            ? "_q8"
-          : acts == LockstepActs::kQ8NoPdl       ? "_q8_nopdl"
-          : acts == LockstepActs::kExactWgmmaAll ? "_wgmma_all"
-                                                 : "_kquant_gemv");
+         (acts == LockstepActs::kExact            ? "_exact"
+          : acts == LockstepActs::kQ8             ? "_q8"
+          : acts == LockstepActs::kQ8NoPdl        ? "_q8_nopdl"
+          : acts == LockstepActs::kExactF16Copies ? "_f16_copies"
+          : acts == LockstepActs::kExactDequant   ? "_dequant"
+                                                  : "_generic_gemv");
 }
 
 INSTANTIATE_TEST_SUITE_P(Batches, GpuRunnerLockstep,
@@ -302,13 +313,14 @@ INSTANTIATE_TEST_SUITE_P(NoPdl, GpuRunnerLockstep,
                          ::testing::Combine(::testing::Values(1, 32), ::testing::Bool(),
                                             ::testing::Values(LockstepActs::kQ8NoPdl)),
                          lockstep_name);
-INSTANTIATE_TEST_SUITE_P(WgmmaAll, GpuRunnerLockstep,
+INSTANTIATE_TEST_SUITE_P(MatmulPaths, GpuRunnerLockstep,
                          ::testing::Combine(::testing::Values(9, 32, 64, 256), ::testing::Bool(),
-                                            ::testing::Values(LockstepActs::kExactWgmmaAll)),
+                                            ::testing::Values(LockstepActs::kExactF16Copies,
+                                                              LockstepActs::kExactDequant)),
                          lockstep_name);
-INSTANTIATE_TEST_SUITE_P(KQuantGemv, GpuRunnerLockstep,
+INSTANTIATE_TEST_SUITE_P(GenericGemv, GpuRunnerLockstep,
                          ::testing::Combine(::testing::Values(1, 8), ::testing::Bool(),
-                                            ::testing::Values(LockstepActs::kExactKQuantGemv)),
+                                            ::testing::Values(LockstepActs::kExactGenericGemv)),
                          lockstep_name);
 
 TEST_F(GpuRunnerTest, GraphReplayEqualsEagerStepsBitForBit) {

@@ -44,25 +44,28 @@ bool use_q4_0_mma(const WeightMatrix& w, int64_t n_rows) {
 Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   std::unique_ptr<GpuMatmul> m(new GpuMatmul());
   m->stream_ = stream;
-  // The wgmma GEMM is opt-in until the runner's lockstep tests have run with it on a GPU
-  // (docs/engine.md). NOVASERVE_GPU_WGMMA_MAX_ROWS=all drops the fp16 copies of the Q4_0
-  // matrices it takes: it runs up to kWgmmaAllMaxRows rows, BLAS on a transient fp16 copy above
-  // (devices without wgmma, not compute capability 9.0, keep the copies). =N keeps the copies
-  // and gives it up to N rows.
+  // Split Q4_0 matrices keep no fp16 copy where the wgmma GEMM takes them (a compute capability
+  // 9.0 device), which then runs at every row count. NOVASERVE_GPU_WGMMA_MAX_ROWS=N (a number;
+  // "all" is the default) keeps the copies and gives the wgmma GEMM up to N rows (0: the path
+  // before it), for A/B runs.
   if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_MAX_ROWS"); env != nullptr) {
     m->wgmma_all_ = std::strcmp(env, "all") == 0;
     if (!m->wgmma_all_) m->wgmma_max_rows_ = std::strtoll(env, nullptr, 10);
   }
   // NOVASERVE_GPU_DEQUANT_MIN_ROWS: from this many rows, split Q4_0 matrices run BLAS on a
-  // transient fp16 copy instead (kDequantBlas), for A/B runs against the wgmma GEMM.
+  // transient fp16 copy decoded per call (kDequantBlas), for A/B runs. Not the default: alone it
+  // beats the wgmma GEMM from about 640 rows (H100, gemm_q4_0_wgmma_test.cu's timings: 49.2 vs
+  // 64.3 ms of matmuls per 2048-row step of Llama-3-8B), but with it from 640 rows the mixed
+  // prefill and decode steps of `bench --batch 32 --prompt 1024` prefilled at 12-15k tok/s,
+  // against 18.8k with the wgmma GEMM throughout (docs/benchmarks.md, 2026-12-07).
   if (const char* env = std::getenv("NOVASERVE_GPU_DEQUANT_MIN_ROWS"); env != nullptr) {
     m->dequant_min_rows_ = std::strtoll(env, nullptr, 10);
   }
-  // NOVASERVE_GPU_KQUANT_GEMV=1: F16, BF16, Q8_0, Q4_K, Q5_K and Q6_K matrices take
-  // gemv_blocks (gemv_blocks.h) instead of the generic GEMV. Opt-in until its op tests
-  // (GemvBlocksTest.*) and the runner's lockstep with it (kExactKQuantGemv) have run on a GPU.
+  // F16, BF16, Q8_0, Q4_K, Q5_K and Q6_K matrices take gemv_blocks (gemv_blocks.h), 2-9x
+  // faster than the generic GEMV on an H100 (GemvBlocksTest.TimingOnLlama3Shapes, 2026-12-07);
+  // NOVASERVE_GPU_KQUANT_GEMV=0 selects the generic one, for A/B runs.
   if (const char* env = std::getenv("NOVASERVE_GPU_KQUANT_GEMV"); env != nullptr) {
-    m->blocks_gemv_ = std::strcmp(env, "1") == 0;
+    m->blocks_gemv_ = std::strcmp(env, "0") != 0;
   }
 #if !defined(NOVASERVE_GPU_HIP)
   auto blas = GpuBlas::create(stream);
@@ -94,9 +97,9 @@ GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_
   const bool dequant_fits =
       has_blas() && static_cast<size_t>(w.n_in * w.n_out) * sizeof(__half) <= kDequantMaxBytes;
   if (split && wgmma_all_) {
-    // Without fp16 copies: the wgmma GEMM where it measured faster than cuBLAS on fp16 weights
-    // (up to kWgmmaAllMaxRows rows, H100 2026-12-07), cuBLAS on a transient copy above.
-    if (n_rows > kWgmmaAllMaxRows && dequant_fits) return Path::kDequantBlas;
+    // Without fp16 copies: the wgmma GEMM (BLAS on a transient copy from
+    // NOVASERVE_GPU_DEQUANT_MIN_ROWS rows on).
+    if (n_rows >= dequant_min_rows_ && dequant_fits) return Path::kDequantBlas;
     if (gemm_q4_0_wgmma_supported(w, n_rows)) return Path::kWgmma;
   }
   if (split && n_rows >= dequant_min_rows_ && dequant_fits) return Path::kDequantBlas;
@@ -124,11 +127,17 @@ bool GpuMatmul::takes_gemv(int64_t n_rows) const {
 #endif
 }
 
-Status GpuMatmul::reserve(int64_t max_rows, int64_t max_n_in) {
+Status GpuMatmul::reserve(int64_t max_rows, int64_t max_n_in, int64_t max_matrix_values) {
   if (!has_blas() || max_rows <= kGemvMaxRows) return {};
   const size_t blas_bytes = static_cast<size_t>(max_rows * max_n_in) * sizeof(__half);
-  return x16_.reserve(std::max(blas_bytes, gemm_q4_0_wgmma_scratch_bytes(max_rows, max_n_in)),
-                      "fp16 activation scratch");
+  NOVASERVE_RETURN_IF_ERROR(
+      x16_.reserve(std::max(blas_bytes, gemm_q4_0_wgmma_scratch_bytes(max_rows, max_n_in)),
+                   "fp16 activation scratch"));
+  if (max_rows < dequant_min_rows_) return {};
+  // kDequantBlas's matrix, now rather than at the first prefill (which would wait for the
+  // allocation and, growing, for the free of the smaller one).
+  const size_t w16_bytes = static_cast<size_t>(max_matrix_values) * sizeof(__half);
+  return w16_scratch_.reserve(std::min(w16_bytes, kDequantMaxBytes), "transient fp16 weights");
 }
 
 bool GpuMatmul::accumulates(const WeightMatrix& w, const __half* w16, int64_t n_rows,

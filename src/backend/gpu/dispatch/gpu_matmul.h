@@ -1,18 +1,17 @@
 // The GPU runner's matmul y = x W^T: for up to kGemvMaxRows rows the decode GEMV (weights decoded
-// in registers, f32 activations; gpu::gemv_q4_0_split for Q4_0). Above: for split-layout Q4_0
-// weights, up to 32 rows and shapes where it measured faster, the mma.sync W4A16 GEMM
-// (gemm_q4_0_mma.h, sm_80+), else x converted to fp16 and one BLAS f16 GEMM with f32
-// accumulation against an fp16 copy of W made once at load (W itself when it is F16). Opt-in
-// until the runner's lockstep tests have run with it on a GPU (NOVASERVE_GPU_WGMMA_MAX_ROWS=all):
-// no fp16 copy of a split Q4_0 matrix on a compute capability 9.0 device, the wgmma W4A16 GEMM
-// up to kWgmmaAllMaxRows rows (gemm_q4_0_wgmma.h) and BLAS on a transient fp16 copy decoded per
-// call above; =N keeps the copies and gives the wgmma GEMM up to N rows. HIP builds have no BLAS
-// here (hipBLAS is not packaged in Debian bookworm), keep no fp16 copies and use the GEMV for
-// every row count. (The runner's kQ8 mode sends GEMV-sized Q4_0 batches to gemv_q4_0_q8.h
-// instead.) The GEMV of the other types is the generic gpu::gemv; opt-in
-// (NOVASERVE_GPU_KQUANT_GEMV=1, read at create(); off until its tests have run on a GPU), F16,
-// BF16, Q8_0, Q4_K, Q5_K and Q6_K matrices take gemv_blocks (gemv_blocks.h) instead, on CUDA and
-// HIP alike.
+// in registers, f32 activations; gpu::gemv_q4_0_split for Q4_0). Above, for split-layout Q4_0
+// weights on a compute capability 9.0 device (H100, H200) with a build that has sm_90a code: no
+// fp16 copy of the matrix, the wgmma W4A16 GEMM (gemm_q4_0_wgmma.h) at every row count
+// (NOVASERVE_GPU_DEQUANT_MIN_ROWS=N: BLAS on a transient fp16 copy decoded per call from N rows
+// on, for A/B runs). Elsewhere, and with
+// NOVASERVE_GPU_WGMMA_MAX_ROWS=N (the path before, for A/B runs): up to 32 rows and shapes where
+// it measured faster, the mma.sync W4A16 GEMM (gemm_q4_0_mma.h, sm_80+), else x converted to
+// fp16 and one BLAS f16 GEMM with f32 accumulation against an fp16 copy of W made once at load
+// (W itself when it is F16). HIP builds have no BLAS here (hipBLAS is not packaged in Debian
+// bookworm), keep no fp16 copies and use the GEMV for every row count. (The runner's kQ8 mode
+// sends GEMV-sized Q4_0 batches to gemv_q4_0_q8.h instead.) F16, BF16, Q8_0, Q4_K, Q5_K and Q6_K
+// matrices take gemv_blocks (gemv_blocks.h), on CUDA and HIP alike, other types the generic
+// gpu::gemv (NOVASERVE_GPU_KQUANT_GEMV=0, read at create(), sends every type there).
 #pragma once
 
 #include <cstdint>
@@ -49,13 +48,15 @@ class GpuMatmul {
 
   /// Whether run() needs an fp16 copy of `w` (a matrix in its file type, before any repacking)
   /// for some row count: with BLAS, every type but F16 (used in place) needs one, except Q4_0
-  /// matrices that the wgmma GEMM takes at every row count (gemm_q4_0_wgmma_takes_shape, with
-  /// NOVASERVE_GPU_WGMMA_MAX_ROWS=all). Without BLAS (HIP) nothing needs one.
+  /// matrices that the wgmma GEMM takes at every row count (gemm_q4_0_wgmma_takes_shape; unless
+  /// NOVASERVE_GPU_WGMMA_MAX_ROWS is a number). Without BLAS (HIP) nothing needs one.
   bool needs_f16_copy(const WeightMatrix& w) const;
 
   /// Sizes the fp16 activation scratch for GEMMs of up to `max_rows` rows and `max_n_in`
-  /// inputs. Errors: kInternal (out of memory).
-  Status reserve(int64_t max_rows, int64_t max_n_in);
+  /// inputs, and, where calls of `max_rows` rows decode a transient fp16 matrix, that matrix's
+  /// buffer for up to `max_matrix_values` weights (n_in x n_out of the largest matrix; capped
+  /// at kDequantMaxBytes). Errors: kInternal (out of memory).
+  Status reserve(int64_t max_rows, int64_t max_n_in, int64_t max_matrix_values = 0);
 
   /// y [n_rows][w.n_out] = x [n_rows][w.n_in] W^T on the stream. `w16`: W as fp16 [n_out][n_in]
   /// (device), used for more than kGemvMaxRows rows; may be null without BLAS. `split`: W is a
@@ -96,10 +97,10 @@ class GpuMatmul {
   DeviceBuffer x16_;            // activations, fp16 (BLAS), or packed for the wgmma GEMM
   DeviceBuffer w16_scratch_;    // kDequantBlas's transient fp16 matrix
   int64_t wgmma_max_rows_ = 0;  // NOVASERVE_GPU_WGMMA_MAX_ROWS=N (with fp16 copies)
-  bool wgmma_all_ = false;      // NOVASERVE_GPU_WGMMA_MAX_ROWS=all: no fp16 copies for Q4_0
-  static constexpr int64_t kWgmmaAllMaxRows = 128;
+  bool wgmma_all_ = true;       // no fp16 copies for Q4_0 (NOVASERVE_GPU_WGMMA_MAX_ROWS=N: copies)
   int64_t dequant_min_rows_ = std::numeric_limits<int64_t>::max();
-  bool blocks_gemv_ = false;  // NOVASERVE_GPU_KQUANT_GEMV=1: gemv_blocks for the types it takes
+  // gemv_blocks for the types it takes (NOVASERVE_GPU_KQUANT_GEMV=0: the generic GEMV)
+  bool blocks_gemv_ = true;
 };
 
 }  // namespace novaserve::gpu

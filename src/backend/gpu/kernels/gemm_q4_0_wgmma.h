@@ -22,20 +22,23 @@ inline constexpr int64_t kGemmQ4_0WgmmaInMultiple = 128;
 
 /// How gemm_q4_0_wgmma splits a call over the GPU, for logs and benchmarks.
 struct GemmQ4_0WgmmaPlan {
-  int64_t tile_rows = 0;    ///< rows per tile (wgmma's N): 8, 16, 32, 64 or 128
-  int64_t row_tiles = 0;    ///< ceil(n_rows / tile_rows)
-  int64_t padded_rows = 0;  ///< row_tiles * tile_rows: rows of the packed activations
-  int64_t out_tiles = 0;    ///< ceil(n_out / 128)
-  int k_splits = 0;         ///< thread blocks per output tile along n_in (one cluster), 1..8
-  int stages = 0;           ///< depth of the shared-memory ring
-  size_t smem_bytes = 0;    ///< dynamic shared memory per thread block
+  int64_t tile_rows = 0;       ///< rows per tile (wgmma's N): 8, 16, 32, 64 or 128
+  int64_t row_tiles = 0;       ///< ceil(n_rows / tile_rows)
+  int64_t padded_rows = 0;     ///< row_tiles * tile_rows: rows of the packed activations
+  int64_t out_tiles = 0;       ///< ceil(n_out / 128)
+  int k_splits = 0;            ///< splits of n_in per output tile, 1..8
+  bool serial_splits = false;  ///< splits summed in turn by one block, not by a cluster of blocks
+  int stages = 0;              ///< depth of the shared-memory ring
+  size_t smem_bytes = 0;       ///< dynamic shared memory per thread block
 };
 
 /// The plan of gemm_q4_0_wgmma for `w` and `n_rows` on the current device. k_splits depends only
 /// on (n_in, n_out, the device), never on n_rows, so a row's summation order does not change with
-/// the batch it shares. Errors: kUnsupported (HIP, no sm_90a code in this build, a device other
-/// than compute capability 9.0, w.type not Q4_0); kInvalidInput (n_rows < 1, n_in not a positive
-/// multiple of 128, n_out < 1, w.data not 16-byte aligned); kInternal (a failed device query).
+/// the batch it shares; serial_splits (tiles of 128 rows that fill the multiprocessors on their
+/// own) changes which block adds the splits, not the order. Errors: kUnsupported (HIP, no sm_90a
+/// code in this build, a device other than compute capability 9.0, w.type not Q4_0); kInvalidInput
+/// (n_rows < 1, n_in not a positive multiple of 128, n_out < 1, w.data not 16-byte aligned);
+/// kInternal (a failed device query).
 Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_rows);
 
 /// Whether gemm_q4_0_wgmma takes `w` and `n_rows` here (its plan succeeds).

@@ -17,11 +17,16 @@
 // A thread block (2 warpgroups, 256 threads) owns 128 outputs and one tile of N rows, and walks
 // its share of n_in in stages of 128 inputs through a ring of shared-memory stages filled by
 // cp.async (weights: nibbles + scales; activations: written to their swizzled chunk). Per stage
-// and warp: 8 decodes of a nibble word, then the warpgroup issues 8 wgmma (one per step) and
-// waits for them before the next stage's barrier, which also retires the ring slot they read.
+// and warp, four times: decode one nibble word of each of its two rows (steps 2q, 2q + 1) into
+// one of two A register sets, issue those 2 wgmma as one group, and wait until only that group is
+// in flight, so the tensor cores run one group while the warps decode the next. The first
+// stages' weights load before the kernel waits for the one before it on the stream
+// (programmatic dependent launch): they are no output of that kernel.
 // Small n_out leaves multiprocessors idle, so as in the mma.sync kernel up to 8 blocks split
 // n_in as a thread-block cluster and add their partial tiles in rank order through distributed
-// shared memory: no workspace, no atomics, a fixed order of additions.
+// shared memory: no workspace, no atomics, a fixed order of additions. When the row tiles alone
+// fill the GPU (prefill), one block computes the same splits in turn and adds them in the same
+// order, which gives the same bits without the cluster's short blocks.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -32,6 +37,7 @@
 #include "backend/gpu/kernels/wgmma_sm90.h"
 #include "backend/gpu/platform/device_limits.h"
 #include "backend/gpu/platform/gpu_status.h"
+#include "backend/gpu/platform/pdl.h"
 
 #if !defined(NOVASERVE_GPU_HIP)
 #include <cooperative_groups.h>
@@ -89,7 +95,7 @@ struct Tile {
   static constexpr int kAtomBytes = kN * 128;
   static constexpr int kXBytes = 2 * kAtomBytes;
   static constexpr int kStageBytes = kXBytes + kWBytes;
-  static constexpr int kStages = std::min(6, kRingBudget / kStageBytes);
+  static constexpr int kStages = std::min(8, kRingBudget / kStageBytes);
   static constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + the alignment slack
   static constexpr int kAcc = kN / 2;  // f32 accumulators per thread (64 x kN per warpgroup)
   static_assert(kStageBytes % 1024 == 0, "stages must keep the atoms 1024-byte aligned");
@@ -103,6 +109,8 @@ struct Tile {
 // stage's 4 blocks (one float4 each) and writes the step's 16 slots (two 16-byte stores).
 __global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows, int64_t n_in,
                             __half* out) {
+  pdl_wait();  // x comes from the kernel before; the GEMM before may still read `out`
+  pdl_launch_dependents();
   const int64_t steps_per_row = n_in / 16;
   const int64_t total = padded_rows * steps_per_row;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
@@ -131,18 +139,19 @@ __global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows,
 
 // ---- The GEMM ---------------------------------------------------------------------------------
 
-// y = x W^T for rows tile blockIdx.x of kN rows (< n_rows stored), n_in range split blockIdx.y of
-// gridDim.y (a cluster along y when > 1), output tile blockIdx.z (kOuts outputs).
-template <int kN>
+// y = x W^T for rows tile blockIdx.x of kN rows (< n_rows stored), output tile blockIdx.z (kOuts
+// outputs), over n_in split k_splits ways: split blockIdx.y of a cluster along y, or with kSerial
+// every split in turn in this block (gridDim.y 1), each summed from zero and the partials added in
+// split order as the cluster adds them, so both give the same bits.
+template <int kN, bool kSerial>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_q4_0_wgmma_kernel(const uint8_t* w, int64_t n_in, int64_t n_out, const __half* xp,
-                           int n_rows, float* y, bool accumulate) {
+                           int n_rows, float* y, bool accumulate, int k_splits) {
 #if defined(NOVASERVE_GPU_HAS_WGMMA)
   using T = Tile<kN>;
-  // Stages issued ahead of the one computed: every other slot of the ring. (Decoding stage s + 1
-  // while stage s's wgmma run, with two A register sets, made ptxas serialize the wgmma: C7513,
-  // non-wgmma instructions defining their input registers inside the pipeline stage.)
-  constexpr int kAhead = T::kStages - 1;
+  // Stages issued ahead of the one computed. The slot refilled at stage s is that of stage s - 2:
+  // the last wgmma group of stage s - 1 may still be reading its slot then.
+  constexpr int kAhead = T::kStages - 2;
   extern __shared__ uint8_t smem_raw[];
   const auto raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t pad = (1024u - (raw_addr & 1023u)) & 1023u;
@@ -157,9 +166,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t o0 = static_cast<int64_t>(blockIdx.z) * kOuts;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kN;
   const int64_t n_k = n_in / kStageK;
-  const int splits = static_cast<int>(gridDim.y);
-  const int64_t st0 = blockIdx.y * n_k / splits;
-  const int n_st = static_cast<int>((blockIdx.y + 1) * n_k / splits - st0);  // >= 1 by the plan
+  const int64_t st0 = kSerial ? 0 : blockIdx.y * n_k / k_splits;
+  const int n_st =
+      static_cast<int>(kSerial ? n_k : (blockIdx.y + 1) * n_k / k_splits - st0);  // >= 1
 
   // Weight copies: thread tid copies the same rows in every stage (4 threads a row's 64 nibble
   // bytes, one thread a row's 4 scales). Rows past n_out copy row n_out - 1 (not stored).
@@ -190,13 +199,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     x_src[it] = xp + (r0 + r) * n_in + st0 * kStageK + a * 64 + ch * 8;
     x_dst[it] = a * T::kAtomBytes + r * 128 + ((ch ^ (r % 8)) * 16);
   }
-  const auto issue = [&](int s, int slot) {
+  const auto issue_w = [&](int s, int slot) {
     uint8_t* dst = smem + slot * T::kStageBytes;
 #pragma unroll
     for (int it = 0; it < kNibCopies; ++it) {
       cp_async_16(dst + nib_dst[it], nib_src[it] + s * kBlocksPerStage * kNibbleBytes);
     }
     if (tid < kOuts) cp_async_8(dst + scale_dst, scale_src + s * kBlocksPerStage * 2);
+  };
+  const auto issue_x = [&](int s, int slot) {
+    uint8_t* dst = smem + slot * T::kStageBytes;
 #pragma unroll
     for (int it = 0; it < kXCopies; ++it) {
       if (kXChunks % kThreads == 0 || tid + it * kThreads < kXChunks) {
@@ -205,33 +217,73 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
+  // Prologue: the weights of the stages the loop keeps ahead, one group each (empty groups past
+  // the end keep the count uniform), before waiting for the kernels this one depends on (the
+  // weights are no output of theirs); then those stages' activations, one group.
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) {
+    if (s < n_st) issue_w(s, s);
+    cp_async_commit();
+  }
+  pdl_wait();
+#pragma unroll
+  for (int s = 0; s < kAhead; ++s) {
+    if (s < n_st) issue_x(s, s);
+  }
+  cp_async_commit();
+  pdl_launch_dependents();
+
   float acc[T::kAcc];
 #pragma unroll
   for (int i = 0; i < T::kAcc; ++i) acc[i] = 0.0f;
-
-    // Prologue: the stages the loop keeps ahead, in flight (empty groups past the end keep the
-    // count uniform).
-#pragma unroll
-  for (int s = 0; s < kAhead; ++s) {
-    if (s < n_st) issue(s, s);
-    cp_async_commit();
-  }
+  float total[kSerial ? T::kAcc : 1];  // kSerial: the sum of the finished splits' partials
 
   const int row_in_block = wg * 64 + wq * 16 + g;  // this thread's A rows: it and it + 8
-  // Stage s has landed for this thread; the fence hands its writes to wgmma's async proxy and the
-  // barrier publishes everyone's. The wgmma of stage s + kAhead - kStages (the slot's last
-  // reader) completed before every warpgroup reached the barrier, so the slot can take stage
-  // s + kAhead.
+  // Stage s has landed for this thread (stage 0 waits for the prologue's activation group, the
+  // last one committed); the fence hands its writes to wgmma's async proxy and the barrier
+  // publishes everyone's. Every warpgroup reached the barrier with at most one wgmma group of
+  // stage s - 1 in flight, so stage s - 2's slot is free for stage s + kAhead.
   const auto land = [&](int s) {
-    cp_async_wait<kAhead - 1>();
+    if (s == 0) {
+      cp_async_wait<0>();
+    } else {
+      cp_async_wait<kAhead - 1>();
+    }
     fence_proxy_async_shared();
     __syncthreads();
-    if (s + kAhead < n_st) issue(s + kAhead, (s + kAhead) % T::kStages);
+    if (s + kAhead < n_st) {
+      issue_w(s + kAhead, (s + kAhead) % T::kStages);
+      issue_x(s + kAhead, (s + kAhead) % T::kStages);
+    }
     cp_async_commit();
   };
-  // This warp's A registers of stage s: step 2q + hi in a[2q + hi].
-  const auto decode = [&](int s, uint32_t(&a)[kSteps][4]) {
-    const uint8_t* ws = smem + (s % T::kStages) * T::kStageBytes + T::kXBytes;
+  // kSerial: split `split` ends before stage s; its partial joins the total in split order.
+  const auto fold = [&](int split) {
+    wgmma_wait<0>();
+    wgmma_fence_operands(acc);
+    if constexpr (kSerial) {
+#pragma unroll
+      for (int e = 0; e < T::kAcc; ++e) {
+        total[e] = split == 0 ? acc[e] : __fadd_rn(total[e], acc[e]);
+        acc[e] = 0.0f;
+      }
+    }
+  };
+  int split = 0;
+  int64_t split_end = kSerial ? n_k / k_splits : n_st;
+  // Two sets of A registers, for steps 2q, 2q + 1: while the wgmma group of one set runs, the
+  // warps decode the next into the other (wgmma_wait<1> after each commit frees the set decoded
+  // next).
+  uint32_t a[2][2][4];
+  for (int s = 0; s < n_st; ++s) {
+    land(s);
+    if (kSerial && s == split_end) {
+      fold(split);
+      ++split;
+      split_end = (split + 1) * n_k / k_splits;
+    }
+    const int slot = s % T::kStages;
+    const uint8_t* ws = smem + slot * T::kStageBytes + T::kXBytes;
     uint32_t nib[2][4];
     __half2 scale[2];
 #pragma unroll
@@ -244,37 +296,31 @@ __global__ void __launch_bounds__(kThreads, 1)
           ws + kWNibBytes + (row * kBlocksPerStage + t) * 2));
       scale[h] = __halves2half2(d, d);
     }
+    const uint32_t xs_addr = smem_addr + slot * T::kStageBytes;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
+      uint32_t(&aq)[2][4] = a[q % 2];
       uint32_t lo[2][2], hi[2][2];  // [row g, g+8][pair]
       dequant_word(nib[0][q], scale[0], lo[0], hi[0]);
       dequant_word(nib[1][q], scale[1], lo[1], hi[1]);
-      a[2 * q][0] = lo[0][0], a[2 * q][1] = lo[1][0], a[2 * q][2] = lo[0][1];
-      a[2 * q][3] = lo[1][1];
-      a[2 * q + 1][0] = hi[0][0], a[2 * q + 1][1] = hi[1][0], a[2 * q + 1][2] = hi[0][1];
-      a[2 * q + 1][3] = hi[1][1];
-    }
-  };
-  // The warpgroup's 8 wgmma of stage s, one commit group.
-  const auto mma = [&](int s, const uint32_t(&a)[kSteps][4]) {
-    const uint32_t xs_addr = smem_addr + (s % T::kStages) * T::kStageBytes;
-    wgmma_fence_operands(acc);
-    wgmma_fence();
+      aq[0][0] = lo[0][0], aq[0][1] = lo[1][0], aq[0][2] = lo[0][1], aq[0][3] = lo[1][1];
+      aq[1][0] = hi[0][0], aq[1][1] = hi[1][0], aq[1][2] = hi[0][1], aq[1][3] = hi[1][1];
+      wgmma_fence_operands(acc);
+      wgmma_fence();
 #pragma unroll
-    for (int st = 0; st < kSteps; ++st) {
-      const uint32_t addr = xs_addr + (st / 4) * T::kAtomBytes + (st % 4) * 32;
-      wgmma_f16_areg<kN>(acc, a[st], wgmma_desc_k128b(addr));
+      for (int hh = 0; hh < 2; ++hh) {
+        const int st = 2 * q + hh;
+        const uint32_t addr = xs_addr + (st / 4) * T::kAtomBytes + (st % 4) * 32;
+        wgmma_f16_areg<kN>(acc, aq[hh], wgmma_desc_k128b(addr));
+      }
+      wgmma_commit();
+      wgmma_fence_operands(acc);
+      wgmma_wait<1>();
     }
-    wgmma_commit();
-  };
-  uint32_t a[kSteps][4];
-  for (int s = 0; s < n_st; ++s) {
-    land(s);
-    decode(s, a);
-    mma(s, a);
-    wgmma_wait<0>();
   }
+  wgmma_wait<0>();
   wgmma_fence_operands(acc);
+  if constexpr (kSerial) fold(split);
 
   // Accumulator e holds output o0 + row_in_block + 8 * ((e / 2) % 2) of row r0 + 8 * (e / 4) +
   // 2t + e % 2.
@@ -286,13 +332,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       *dst = accumulate ? __fadd_rn(*dst, v) : v;
     }
   };
-  if (splits == 1) {
+  if constexpr (kSerial) {
+#pragma unroll
+    for (int e = 0; e < T::kAcc; ++e) store(e, total[e]);
+    return;
+  }
+  if (gridDim.y == 1) {
 #pragma unroll
     for (int e = 0; e < T::kAcc; ++e) store(e, acc[e]);
     return;
   }
-  // Split-K: partials to this block's shared memory (only empty copy groups can be pending), then
-  // rank r of the cluster sums accumulators e = r, r + splits, ... over ranks 0..splits-1 in order.
+  // Split-K over the cluster: partials to this block's shared memory (only empty copy groups can
+  // be pending), then rank r of the cluster sums accumulators e = r, r + splits, ... over ranks
+  // 0..splits-1 in order.
+  const int splits = static_cast<int>(gridDim.y);
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -313,30 +366,49 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <int kN>
+template <int kN, bool kSerial>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const WeightMatrix& w, const __half* xp, int n_rows,
               float* y, bool accumulate, cudaStream_t stream) {
-  auto* kernel = gemm_q4_0_wgmma_kernel<kN>;
+  auto* kernel = gemm_q4_0_wgmma_kernel<kN, kSerial>;
   static const cudaError_t smem_set = set_max_dynamic_shared_bytes(kernel, Tile<kN>::kSmemBytes);
   NOVASERVE_RETURN_IF_ERROR(gpu_status(smem_set, "gemm_q4_0_wgmma_kernel shared memory limit"));
+  const unsigned cluster_y = kSerial ? 1u : static_cast<unsigned>(plan.k_splits);
   cudaLaunchConfig_t config = {};
   // Row tiles vary fastest, so the blocks that read the same weights run together and the
   // weights stream from HBM about once (the activations of a prefill fit the L2).
-  config.gridDim = dim3(static_cast<unsigned>(plan.row_tiles), static_cast<unsigned>(plan.k_splits),
-                        static_cast<unsigned>(plan.out_tiles));
+  config.gridDim =
+      dim3(static_cast<unsigned>(plan.row_tiles), cluster_y, static_cast<unsigned>(plan.out_tiles));
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = Tile<kN>::kSmemBytes;
   config.stream = stream;
-  cudaLaunchAttribute cluster = {};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = static_cast<unsigned>(plan.k_splits);
-  cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster;
-  config.numAttrs = plan.k_splits > 1 ? 1 : 0;
+  cudaLaunchAttribute attrs[2] = {};
+  unsigned n_attrs = 0;
+  if (cluster_y > 1) {
+    attrs[n_attrs].id = cudaLaunchAttributeClusterDimension;
+    attrs[n_attrs].val.clusterDim.x = 1;
+    attrs[n_attrs].val.clusterDim.y = cluster_y;
+    attrs[n_attrs].val.clusterDim.z = 1;
+    ++n_attrs;
+  }
+  if (pdl_enabled()) {  // the weights' first stages load while the kernel before finishes
+    attrs[n_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n_attrs].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attrs;
+  }
+  config.attrs = attrs;
+  config.numAttrs = n_attrs;
   return gpu_status(cudaLaunchKernelEx(&config, kernel, static_cast<const uint8_t*>(w.data), w.n_in,
-                                       w.n_out, xp, n_rows, y, accumulate),
+                                       w.n_out, xp, n_rows, y, accumulate, plan.k_splits),
                     "gemm_q4_0_wgmma_kernel");
+}
+
+template <int kN>
+Status launch(const GemmQ4_0WgmmaPlan& plan, const WeightMatrix& w, const __half* xp, int n_rows,
+              float* y, bool accumulate, cudaStream_t stream) {
+  if constexpr (kN == kMaxTileRows) {
+    if (plan.serial_splits) return launch<kN, true>(plan, w, xp, n_rows, y, accumulate, stream);
+  }
+  return launch<kN, false>(plan, w, xp, n_rows, y, accumulate, stream);
 }
 
 Status pack(const float* x, int64_t n_rows, int64_t padded, int64_t n_in, __half* out,
@@ -344,13 +416,8 @@ Status pack(const float* x, int64_t n_rows, int64_t padded, int64_t n_in, __half
   constexpr int kPackThreads = 256;
   const int64_t want = (padded * (n_in / 16) + kPackThreads - 1) / kPackThreads;
   const auto blocks = static_cast<unsigned>(std::min(want, int64_t{65535}));
-  // A launch config rather than <<<>>>: clang-format splits the chevrons in this file's #else
-  // branch.
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(blocks);
-  config.blockDim = dim3(kPackThreads);
-  config.stream = stream;
-  return gpu_status(cudaLaunchKernelEx(&config, pack_kernel, x, n_rows, padded, n_in, out),
+  return gpu_status(launch_maybe_pdl(pack_kernel, dim3(blocks), dim3(kPackThreads), stream, x,
+                                     n_rows, padded, n_in, out),
                     "gemm_q4_0_wgmma pack_kernel");
 }
 
@@ -413,6 +480,11 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_
   const int64_t splits =
       std::min<int64_t>({kMaxSplits, block_budget / plan.out_tiles, n_k / kMinStagesPerSplit});
   plan.k_splits = static_cast<int>(std::max<int64_t>(splits, 1));
+  // With enough tiles of 128 rows to fill the multiprocessors without splitting (prefill), one
+  // block walks every split in turn: the same sums in the same order (so the bits do not change
+  // with the row count), without the short blocks and cluster reductions of split-K.
+  plan.serial_splits = plan.k_splits > 1 && plan.tile_rows == kMaxTileRows &&
+                       plan.row_tiles * plan.out_tiles >= block_budget;
   switch (plan.tile_rows) {
     case 8:
       tile_limits<8>(plan);
