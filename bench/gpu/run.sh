@@ -71,7 +71,7 @@
 #               (default 480; a probe is 30 s plus its drain, the confirmation 60 s, the warm-up
 #               10 s): lower it to fit two searches in one call.
 # --peer DIR    also measures the peer, llama.cpp, on the same files in the same call (--bench,
-#               --serve, --types). DIR holds
+#               --serve, --types, --energy). DIR holds
 #               llama.cpp-cuda-sm90.tgz and run-llamacpp.sh (copies of ../shared/peers/, which
 #               does not travel: copy them into an ignored folder such as .carry/peers and carry
 #               it). With --bench, for each model of --models after novaserve's bench:

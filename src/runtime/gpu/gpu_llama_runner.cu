@@ -277,8 +277,9 @@ Status GpuLlamaRunner::ensure(int64_t rows, int64_t logit_rows, int64_t seqs, in
     split_planned_seqs_ = std::max(seqs, split_planned_seqs_);
     split_planned_context_ = max_context_;
   }
-  NOVASERVE_RETURN_IF_ERROR(matmul_->reserve(rows, std::max({c.n_embd, c.n_ff, c.q_dim()}),
-                                             c.n_ff * std::max(c.n_embd, c.q_dim())));
+  NOVASERVE_RETURN_IF_ERROR(
+      matmul_->reserve(rows, std::max({c.n_embd, c.n_ff, c.q_dim()}),
+                       std::max(c.n_ff * std::max(c.n_embd, c.q_dim()), c.n_vocab * c.n_embd)));
   attn_seqs_.reserve(seqs);
   seq_logit_row_.reserve(seqs);
   seq_n_new_.reserve(seqs);

@@ -1,6 +1,8 @@
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "backend/gpu/dispatch/gpu_blas.h"
 #include "backend/gpu/dispatch/gpu_matmul.h"
@@ -39,6 +41,18 @@ bool use_q4_0_mma(const WeightMatrix& w, int64_t n_rows) {
 }
 #endif
 
+// The row count in environment variable `name` (value `text`): a whole number >= 0, all of it.
+// These variables select matmul paths for A/B runs; a typo must not silently select another.
+Result<int64_t> env_rows(const char* name, const char* text, const char* expected) {
+  int64_t rows = -1;
+  const char* end = text + std::strlen(text);
+  const auto [ptr, ec] = std::from_chars(text, end, rows);
+  if (ec != std::errc() || ptr != end || ptr == text || rows < 0) {
+    return Err(ErrorCode::kInvalidInput, std::string(name) + "=" + text + ": expected " + expected);
+  }
+  return rows;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
@@ -50,22 +64,32 @@ Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   // before it), for A/B runs.
   if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_MAX_ROWS"); env != nullptr) {
     m->wgmma_all_ = std::strcmp(env, "all") == 0;
-    if (!m->wgmma_all_) m->wgmma_max_rows_ = std::strtoll(env, nullptr, 10);
+    if (!m->wgmma_all_) {
+      auto rows = env_rows("NOVASERVE_GPU_WGMMA_MAX_ROWS", env, "\"all\" or a row count");
+      if (!rows.ok()) return rows.error();
+      m->wgmma_max_rows_ = rows.value();
+    }
   }
   // NOVASERVE_GPU_DEQUANT_MIN_ROWS: from this many rows, split Q4_0 matrices run BLAS on a
   // transient fp16 copy decoded per call (kDequantBlas), for A/B runs. Not the default: alone it
-  // beats the wgmma GEMM from about 640 rows (H100, gemm_q4_0_wgmma_test.cu's timings: 49.2 vs
-  // 64.3 ms of matmuls per 2048-row step of Llama-3-8B), but with it from 640 rows the mixed
+  // beats the wgmma GEMM from about 640 rows (H100, gemm_q4_0_wgmma_test.cu's timings: 49.3 vs
+  // 64.1 ms of matmuls per 2048-row step of Llama-3-8B), but with it from 640 rows the mixed
   // prefill and decode steps of `bench --batch 32 --prompt 1024` prefilled at 12-15k tok/s,
   // against 18.8k with the wgmma GEMM throughout (docs/benchmarks.md, 2026-12-07).
   if (const char* env = std::getenv("NOVASERVE_GPU_DEQUANT_MIN_ROWS"); env != nullptr) {
-    m->dequant_min_rows_ = std::strtoll(env, nullptr, 10);
+    auto rows = env_rows("NOVASERVE_GPU_DEQUANT_MIN_ROWS", env, "a row count");
+    if (!rows.ok()) return rows.error();
+    m->dequant_min_rows_ = rows.value();
   }
   // F16, BF16, Q8_0, Q4_K, Q5_K and Q6_K matrices take gemv_blocks (gemv_blocks.h), 2-9x
   // faster than the generic GEMV on an H100 (GemvBlocksTest.TimingOnLlama3Shapes, 2026-12-07);
   // NOVASERVE_GPU_KQUANT_GEMV=0 selects the generic one, for A/B runs.
   if (const char* env = std::getenv("NOVASERVE_GPU_KQUANT_GEMV"); env != nullptr) {
-    m->blocks_gemv_ = std::strcmp(env, "0") != 0;
+    if (std::strcmp(env, "0") != 0 && std::strcmp(env, "1") != 0) {
+      return Err(ErrorCode::kInvalidInput,
+                 std::string("NOVASERVE_GPU_KQUANT_GEMV=") + env + ": expected 0 or 1");
+    }
+    m->blocks_gemv_ = std::strcmp(env, "1") == 0;
   }
 #if !defined(NOVASERVE_GPU_HIP)
   auto blas = GpuBlas::create(stream);

@@ -34,7 +34,10 @@ class GpuMatmul {
   /// fewer bytes than fp16), which decides the time at a few rows.
   static constexpr int64_t kGemvMaxRows = 8;
 
-  /// Errors: kInternal naming the failed BLAS call or allocation (the BLAS workspace).
+  /// Reads NOVASERVE_GPU_WGMMA_MAX_ROWS ("all" or a row count), NOVASERVE_GPU_DEQUANT_MIN_ROWS
+  /// (a row count) and NOVASERVE_GPU_KQUANT_GEMV (0 or 1), the A/B switches above. Errors:
+  /// kInvalidInput naming a variable with another value; kInternal naming the failed BLAS call
+  /// or allocation (the BLAS workspace).
   static Result<std::unique_ptr<GpuMatmul>> create(cudaStream_t stream);
   ~GpuMatmul();
 
@@ -78,8 +81,9 @@ class GpuMatmul {
 
  private:
   // Which kernel run() takes: the GEMV (up to kGemvMaxRows rows, and always on HIP), the wgmma
-  // GEMM on split Q4_0 (sm_90a, up to wgmma_max_rows_ rows), the mma.sync GEMM on split Q4_0
-  // (sm_80+, up to 32 rows where it measured faster), or BLAS on the fp16 copy.
+  // GEMM on split Q4_0 (sm_90a: every row count by default, up to wgmma_max_rows_ rows with
+  // NOVASERVE_GPU_WGMMA_MAX_ROWS=N), the mma.sync GEMM on split Q4_0 (sm_80+, up to 32 rows where
+  // it measured faster), or BLAS on the fp16 copy.
   // kDequantBlas: BLAS on a transient fp16 copy of a split Q4_0 matrix decoded just before the
   // GEMM into w16_scratch_ (rows >= dequant_min_rows_, matrices of at most kDequantMaxBytes).
   enum class Path { kGemv, kWgmma, kMma, kBlas, kDequantBlas };

@@ -439,16 +439,17 @@ bool runs_here() {
 }
 
 // Launches decode_mma_q8_kernel<D>, raising its dynamic shared-memory limit and carveout first
-// (once per process).
+// (once per device).
 template <int D>
 cudaError_t launch(const DecodeArgs& args, dim3 grid, cudaStream_t stream) {
   auto* const kernel = decode_mma_q8_kernel<D>;
-  static const cudaError_t smem_set = [kernel] {
+  static PerDeviceOnce attributes;
+  const cudaError_t smem_set = attributes.call([kernel] {
     const cudaError_t e = set_max_dynamic_shared_bytes(kernel, MmaSmem<D>::kBytes);
     if (e != cudaSuccess) return e;
     return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                 cudaSharedmemCarveoutMaxShared);
-  }();
+  });
   if (smem_set != cudaSuccess) return smem_set;
   return launch_maybe_pdl_smem(kernel, grid, dim3(kDecodeThreads), MmaSmem<D>::kBytes, stream,
                                args);

@@ -302,8 +302,10 @@ Status launch(const GemmQ4_0MmaPlan& plan, const WeightMatrix& w, const float* x
               float* y, cudaStream_t stream) {
   using T = Tile<kNt, kMt>;
   auto* kernel = gemm_q4_0_mma_kernel<kNt, kMt>;
-  static const cudaError_t smem_set = set_max_dynamic_shared_bytes(kernel, T::kSmemBytes);
-  NOVASERVE_RETURN_IF_ERROR(gpu_status(smem_set, "gemm_q4_0_mma_kernel shared memory limit"));
+  static PerDeviceOnce smem_limit;
+  NOVASERVE_RETURN_IF_ERROR(gpu_status(
+      smem_limit.call([&] { return set_max_dynamic_shared_bytes(kernel, T::kSmemBytes); }),
+      "gemm_q4_0_mma_kernel shared memory limit"));
   cudaLaunchConfig_t config = {};
   config.gridDim =
       dim3(static_cast<unsigned>(plan.out_tiles), static_cast<unsigned>(plan.k_splits));

@@ -370,8 +370,10 @@ template <int kN, bool kSerial>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const WeightMatrix& w, const __half* xp, int n_rows,
               float* y, bool accumulate, cudaStream_t stream) {
   auto* kernel = gemm_q4_0_wgmma_kernel<kN, kSerial>;
-  static const cudaError_t smem_set = set_max_dynamic_shared_bytes(kernel, Tile<kN>::kSmemBytes);
-  NOVASERVE_RETURN_IF_ERROR(gpu_status(smem_set, "gemm_q4_0_wgmma_kernel shared memory limit"));
+  static PerDeviceOnce smem_limit;
+  NOVASERVE_RETURN_IF_ERROR(gpu_status(
+      smem_limit.call([&] { return set_max_dynamic_shared_bytes(kernel, Tile<kN>::kSmemBytes); }),
+      "gemm_q4_0_wgmma_kernel shared memory limit"));
   const unsigned cluster_y = kSerial ? 1u : static_cast<unsigned>(plan.k_splits);
   cudaLaunchConfig_t config = {};
   // Row tiles vary fastest, so the blocks that read the same weights run together and the

@@ -369,8 +369,10 @@ template <int D>
 Status launch(const MmaArgs& args, const dim3& grid, cudaStream_t stream) {
   constexpr int kSmemBytes = Smem<D>::kBytes;
   auto* const kernel = prefill_mma_kernel<D>;
-  static const cudaError_t smem_set = set_max_dynamic_shared_bytes(kernel, kSmemBytes);
-  NOVASERVE_RETURN_IF_ERROR(gpu_status(smem_set, "prefill_mma_kernel shared memory limit"));
+  static PerDeviceOnce smem_limit;
+  NOVASERVE_RETURN_IF_ERROR(
+      gpu_status(smem_limit.call([&] { return set_max_dynamic_shared_bytes(kernel, kSmemBytes); }),
+                 "prefill_mma_kernel shared memory limit"));
   // cudaLaunchKernelEx rather than <<< >>>, which clang-format 14 mangles inside this file's
   // nested preprocessor branches.
   cudaLaunchConfig_t config = {};

@@ -8,6 +8,7 @@
 // version); the HIP porting guide's table of CUDA -> HIP names.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #if defined(__HIPCC__) || defined(NOVASERVE_GPU_HIP)
@@ -183,7 +184,31 @@ inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph) {
   return cudaGraphInstantiateWithFlags(exec, graph, 0);
 }
 
-/// Raises a kernel's dynamic shared-memory limit (CUDA takes the kernel, HIP a void pointer).
+/// Runs a set-up once for each device a call site meets: function attributes such as a kernel's
+/// shared-memory limit live in each device's context, so a process that drives several GPUs must
+/// set them on every one. call(setup) runs `setup` (returning cudaError_t) while the current
+/// device has not had a successful run and returns its status; after one, cudaSuccess at once.
+/// Thread-safe: two threads may both run `setup` for a device the first time, so it must be
+/// idempotent. Devices from 64 on run it on every call.
+class PerDeviceOnce {
+ public:
+  template <typename Setup>
+  cudaError_t call(Setup&& setup) {
+    int device = 0;
+    if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    const uint64_t bit = device >= 0 && device < 64 ? uint64_t{1} << device : 0;
+    if (bit != 0 && (done_.load(std::memory_order_acquire) & bit) != 0) return cudaSuccess;
+    const cudaError_t e = setup();
+    if (e == cudaSuccess && bit != 0) done_.fetch_or(bit, std::memory_order_acq_rel);
+    return e;
+  }
+
+ private:
+  std::atomic<uint64_t> done_{0};
+};
+
+/// Raises a kernel's dynamic shared-memory limit on the current device (CUDA takes the kernel,
+/// HIP a void pointer); call it through a PerDeviceOnce.
 template <typename Kernel>
 cudaError_t set_max_dynamic_shared_bytes(Kernel* kernel, int bytes) {
 #if defined(NOVASERVE_GPU_HIP)
