@@ -120,12 +120,17 @@ TEST_F(GemmQ4_0WgmmaTest, MatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
 TEST_F(GemmQ4_0WgmmaTest, SplitsInTurnEqualClusterSplitsBitForBit) {
   SCOPED_TRACE(seed_note());
   ThreadPool pool(0);
-  constexpr int64_t kRows = 520;  // 5 tiles of 128 rows, the last partial
-  for (auto [n_in, n_out] : {std::pair<int64_t, int64_t>{4096, 4096}, {14336, 4096}}) {
+  struct Case {
+    int64_t n_in, n_out, rows;
+  };
+  // Q/O and down (3 splits) at 5 tiles of 128 rows, the last partial; K/V (8 output tiles, 8
+  // splits) at 16 tiles, which its plan needs before the 8 splits go in turn.
+  for (const auto [n_in, n_out, n_rows] :
+       {Case{4096, 4096, 520}, {14336, 4096, 520}, Case{4096, 1024, 2000}}) {
     SCOPED_TRACE(::testing::Message() << "[" << n_in << " -> " << n_out << "]");
-    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, kRows, rng_, pool, stream_);
+    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, n_rows, rng_, pool, stream_);
     const WeightMatrix wm{c.split->get(), GgmlType::kQ4_0, n_in, n_out};
-    const auto big = gemm_q4_0_wgmma_plan(wm, kRows);
+    const auto big = gemm_q4_0_wgmma_plan(wm, n_rows);
     const auto small = gemm_q4_0_wgmma_plan(wm, 100);
     ASSERT_TRUE(big.ok() && small.ok());
     if (!big->serial_splits) {
@@ -133,12 +138,12 @@ TEST_F(GemmQ4_0WgmmaTest, SplitsInTurnEqualClusterSplitsBitForBit) {
     }
     ASSERT_FALSE(small->serial_splits);
     ASSERT_GT(small->k_splits, 1) << "the small call must split through a cluster";
-    const auto all = run(wm, c.x, kRows);
+    const auto all = run(wm, c.x, n_rows);
     EXPECT_LT(nmse(all, c.ref32), test::kQ4GemmF32RefNmse);
     EXPECT_LT(nmse(all, c.ref16), test::kQ4GemmF16RefNmse);
     EXPECT_TRUE(same_bits(run(wm, first_rows(c.x, 100, n_in), 100), first_rows(all, 100, n_out)))
         << plan_text(big.value()) << " vs " << plan_text(small.value());
-    EXPECT_TRUE(same_bits(run(wm, c.x, kRows), all)) << "two launches differ";
+    EXPECT_TRUE(same_bits(run(wm, c.x, n_rows), all)) << "two launches differ";
   }
 }
 
