@@ -120,14 +120,9 @@ GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_
   if (n_rows <= kGemvMaxRows) return Path::kGemv;
   const bool dequant_fits =
       has_blas() && static_cast<size_t>(w.n_in * w.n_out) * sizeof(__half) <= kDequantMaxBytes;
-  if (split && wgmma_all_) {
-    // Without fp16 copies: the wgmma GEMM (BLAS on a transient copy from
-    // NOVASERVE_GPU_DEQUANT_MIN_ROWS rows on).
-    if (n_rows >= dequant_min_rows_ && dequant_fits) return Path::kDequantBlas;
-    if (gemm_q4_0_wgmma_supported(w, n_rows)) return Path::kWgmma;
-  }
   if (split && n_rows >= dequant_min_rows_ && dequant_fits) return Path::kDequantBlas;
-  if (split && n_rows <= wgmma_max_rows_ && gemm_q4_0_wgmma_supported(w, n_rows)) {
+  // Without fp16 copies (wgmma_all_) the wgmma GEMM at every row count it takes.
+  if (split && (wgmma_all_ || n_rows <= wgmma_max_rows_) && gemm_q4_0_wgmma_supported(w, n_rows)) {
     return Path::kWgmma;
   }
   if (split && use_q4_0_mma(w, n_rows)) return Path::kMma;
