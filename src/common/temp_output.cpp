@@ -52,8 +52,12 @@ Result<std::unique_ptr<TempOutput>> TempOutput::create(const std::string& final_
   // O_EXCL: never clobber a file we did not create; 0666 lets the umask decide, as for OUT.
   const int fd = ::open(t->path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) {
-    return Err(ErrorCode::kIo, "cannot write " + final_path + ": cannot create " + t->path_ + ": " +
-                                   std::strerror(errno));
+    // The temporary name is ours, not the user's: the error names it only when a file of that
+    // name is what stands in the way.
+    const int err = errno;
+    return Err(ErrorCode::kIo, "cannot write " + final_path + ": " +
+                                   (err == EEXIST ? t->path_ + ": " : std::string()) +
+                                   std::strerror(err));
   }
   ::close(fd);
   t->created_ = true;
