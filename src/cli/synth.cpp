@@ -114,6 +114,15 @@ int run_synth(const SynthFlags& f) {
     // only a broken invariant of our own is 1.
     return fail(r.error().code == ErrorCode::kInternal ? 1 : 2, r.error().message);
   }
+  // As quantize warns: a fallback changes the file's size and speed from what --type suggests.
+  for (const auto& [types, n] : r->n_fallbacks) {
+    const auto asked = ggml_type_traits(types.first);
+    std::fprintf(stderr,
+                 "novaserve synth: warning: %zu tensor(s) stored as %s instead of %s (rows not a "
+                 "multiple of %u values)\n",
+                 n, std::string(ggml_type_traits(types.second).name).c_str(),
+                 std::string(asked.name).c_str(), asked.block_elems);
+  }
   std::string by_type;
   for (const auto& [type, n] : r->n_tensors_by_type) {
     by_type += (by_type.empty() ? "" : ", ") + std::to_string(n) + " " +

@@ -93,6 +93,7 @@ Result<SynthReport> write_synth_gguf(const std::string& path, const SynthOptions
   for (const auto& t : *plan) {
     decls.push_back(t.decl);
     ++report.n_tensors_by_type[t.decl.type];
+    if (t.requested != t.decl.type) ++report.n_fallbacks[{t.requested, t.decl.type}];
     report.n_params += static_cast<uint64_t>(t.n_in) * static_cast<uint64_t>(t.n_rows);
   }
   // Written next to `path` and renamed over it only when complete: an existing file there

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "common/result.h"
 #include "quant/ggml_type.h"
@@ -30,7 +31,10 @@ struct SynthReport {
   uint64_t n_params = 0;  ///< elements over all tensors
   size_t n_tensors = 0;
   std::map<GgmlType, size_t> n_tensors_by_type;  ///< the file's tensors counted by type
-  double seconds = 0.0;                          ///< wall time of generation + writing
+  /// Tensors the block-size fallback stored in another type than asked, counted by (asked,
+  /// stored): rows not a multiple of the asked type's block (q4_k -> q5_0, as in quantize).
+  std::map<std::pair<GgmlType, GgmlType>, size_t> n_fallbacks;
+  double seconds = 0.0;  ///< wall time of generation + writing
 };
 
 /// Writes the synthetic model to `path`. Tensors are generated in chunks of rows on a thread pool

@@ -16,8 +16,9 @@ SynthTensor matrix(std::string name, const QuantizePolicy& policy, bool tied, in
                    int64_t n_rows) {
   SynthTensor t;
   std::vector<uint64_t> dims = {static_cast<uint64_t>(n_in), static_cast<uint64_t>(n_rows)};
-  const GgmlType type = policy.choose(name, dims, tied).type;
-  t.decl = GgufTensorDecl{std::move(name), type, std::move(dims)};
+  const TypeChoice choice = policy.choose(name, dims, tied);
+  t.requested = choice.requested;
+  t.decl = GgufTensorDecl{std::move(name), choice.type, std::move(dims)};
   t.init = SynthInit::kRandom;
   t.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(n_in)));
   t.n_in = n_in;

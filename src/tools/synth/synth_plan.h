@@ -29,6 +29,8 @@ struct SynthTensor {
   float scale = 1.0f;  ///< standard deviation of kRandom values
   int64_t n_in = 0;    ///< values per row
   int64_t n_rows = 0;
+  /// The type the rules asked for; decl.type differs when the block-size fallback changed it.
+  GgmlType requested = GgmlType::kF32;
 };
 
 /// The type flags of `synth`: the same as quantize's --type, --keep-f16 and --tensor-type.

@@ -176,6 +176,29 @@ TEST(SynthPlanTest, Llama3_8bQ4_K_M) {
   EXPECT_NEAR(gib(totals(plan).bytes), 4.58, 0.005);
 }
 
+// Rows that are not whole 256-value blocks fall back as in quantize (q4_k -> q5_0, q6_k -> q8_0),
+// and each tensor remembers what was asked, which synth's warning counts; whole rows do not.
+TEST(SynthPlanTest, BlockSizeFallbackKeepsTheRequestedType) {
+  for (const auto& t : plan_of("llama3-8b", "q4_k_m")) {
+    EXPECT_EQ(t.requested, t.decl.type) << t.decl.name;
+  }
+  auto shape = synth_shape(*find_synth_preset("llama3-8b"), nullptr);
+  ASSERT_TRUE(shape.ok());
+  shape->n_layer = 2, shape->n_embd = 576, shape->n_head = 9, shape->n_head_kv = 3;
+  shape->head_dim = 64, shape->n_ff = 1536;
+  auto policy = synth_policy(rules_of("q4_k_m"), shape->n_layer);
+  ASSERT_TRUE(policy.ok()) << policy.error().message;
+  auto plan = synth_tensor_plan(*shape, *policy);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const SynthTensor* q = find(*plan, "blk.0.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->requested, GgmlType::kQ4_K);
+  EXPECT_EQ(q->decl.type, GgmlType::kQ5_0);
+  const SynthTensor* down = find(*plan, "blk.1.ffn_down.weight");  // rows of 1536: whole blocks
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->decl.type, down->requested);  // q6_k: a "more bits" layer of q4_k_m's rule
+}
+
 // The product's mixed policy: q4_0 with ffn_gate/ffn_up kept f16.
 TEST(SynthPlanTest, KeepF16Rules) {
   const auto plan = plan_of("llama3-8b", rules_of("q4_0", {"ffn_(gate|up)"}, {"attn_v=q8_0"}));
