@@ -164,6 +164,10 @@ Status GpuBackend::matmul_qkv(const WeightMatrix& wq, const WeightMatrix& wk,
   const bool all_q4_0 = std::all_of(std::begin(ws), std::end(ws), [](const WeightMatrix& m) {
     return m.type == GgmlType::kQ4_0;
   });
+  if (all_q4_0 && fused_ && matmul_.takes_wgmma_multi(ws, n)) {
+    // One wgmma launch for the three: k and v alone leave most multiprocessors idle.
+    return timed(ProfOp::kMatmulQkv, [&] { return matmul_.run_multi(ws, x, n, ys); });
+  }
   if (!all_q4_0 || !matmul_.takes_gemv(n)) {
     // Three matmuls (each timed in its registered bucket, kMatmulQkv): the one composition.
     return Backend::matmul_qkv(wq, wk, wv, x, n, q, k, v, mode);
@@ -194,6 +198,14 @@ Status GpuBackend::gate_up_swiglu(const WeightMatrix& w_gate, const WeightMatrix
       }
       return gemv_q4_0_split_swiglu(w_gate, w_up, x, n, out, stream_);
     });
+  }
+  const WeightMatrix ws[] = {w_gate, w_up};
+  if (q4_0 && fused_ && matmul_.takes_wgmma_multi(ws, n)) {  // gate and up in one wgmma launch
+    NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulGateUp, [&] {
+      float* const ys[] = {gate, up};
+      return matmul_.run_multi(ws, x, n, ys);
+    }));
+    return swiglu(gate, up, n, w_gate.n_out, out);
   }
   // Two matmuls (timed in their registered bucket, kMatmulGateUp) and SwiGLU: the composition.
   return Backend::gate_up_swiglu(w_gate, w_up, x, n, gate, up, out, mode);

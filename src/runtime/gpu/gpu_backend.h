@@ -5,7 +5,8 @@
 // fused GEMV epilogues of gemv_q4_0_q8_fused.h (QKV + biases + RoPE + F16 KV store, the o and
 // down projections with the residual add), so a layer is nine or ten launches with attention
 // (its split-K combine the tenth); otherwise the grouped Q4_0 GEMV for q/k/v, the
-// gate+up+SwiGLU GEMV, K's RoPE inside the KV store, and the device argmax. The environment
+// gate+up+SwiGLU GEMV, K's RoPE inside the KV store, and the device argmax; above the GEMV's
+// rows, q/k/v and gate/up as one wgmma launch each (GpuMatmul::run_multi). The environment
 // variable NOVASERVE_GPU_FUSED=0 turns these fusions off (read when the backend is made: for
 // A/B runs and the lockstep tests of both paths). The two paths differ in bits, not only in
 // speed: the fused norm reduces its sum of squares in another order, and the GEMMs' residual add

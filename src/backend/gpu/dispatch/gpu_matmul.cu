@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -210,6 +211,22 @@ Status GpuMatmul::accumulate(const WeightMatrix& w, const __half* w16, const flo
 Status GpuMatmul::run(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows,
                       float* y, bool split) {
   return gemm(w, w16, x, n_rows, y, split, false);
+}
+
+bool GpuMatmul::takes_wgmma_multi(std::span<const WeightMatrix> ws, int64_t n_rows) const {
+  const bool each = std::all_of(ws.begin(), ws.end(), [&](const WeightMatrix& w) {
+    return w.type == GgmlType::kQ4_0 && path(w, nullptr, n_rows, true) == Path::kWgmma;
+  });
+  return each && gemm_q4_0_wgmma_plan(ws, n_rows).ok();
+}
+
+Status GpuMatmul::run_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
+                            std::span<float* const> ys) {
+  if (!takes_wgmma_multi(ws, n_rows)) {
+    return Err(ErrorCode::kInvalidInput, "GpuMatmul::run_multi: not matrices the wgmma GEMM takes");
+  }
+  NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, ws[0].n_in));
+  return gemm_q4_0_wgmma_multi(ws, x, n_rows, ys, x16_.get<__half>(), stream_);
 }
 
 }  // namespace novaserve::gpu

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 
 #include "backend/gpu/platform/device_buffer.h"
 #include "backend/gpu/platform/vendor.h"
@@ -68,6 +69,16 @@ class GpuMatmul {
   /// the BLAS GEMM; growing the scratch can fail with kInternal.
   Status run(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows, float* y,
              bool split);
+
+  /// Whether run_multi() takes `ws` for `n_rows` rows: split Q4_0 matrices of one n_in that
+  /// run() would give to the wgmma GEMM, and that one launch takes together.
+  bool takes_wgmma_multi(std::span<const WeightMatrix> ws, int64_t n_rows) const;
+
+  /// ys[i] [n_rows][ws[i].n_out] = x W_i^T for matrices takes_wgmma_multi() accepts, in one
+  /// wgmma launch (gemm_q4_0_wgmma_multi: q/k/v or gate/up fill the GPU together). Errors:
+  /// kInvalidInput for other matrices; those of the GEMM.
+  Status run_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
+                   std::span<float* const> ys);
 
   /// Whether run() would take a GEMM that can add into y in its epilogue (the BLAS GEMM or the
   /// wgmma GEMM), which is what accumulate() needs.

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "backend/gpu/platform/vendor.h"
 #include "backend/op_params.h"
@@ -19,6 +20,9 @@ namespace novaserve::gpu {
 
 /// n_in must be a multiple of this (one pipeline stage: 4 Q4_0 blocks per output row).
 inline constexpr int64_t kGemmQ4_0WgmmaInMultiple = 128;
+
+/// Most matrices one gemm_q4_0_wgmma_multi call takes (q, k and v).
+inline constexpr int kGemmQ4_0WgmmaMaxMatrices = 3;
 
 /// How gemm_q4_0_wgmma splits a call over the GPU, for logs and benchmarks.
 struct GemmQ4_0WgmmaPlan {
@@ -40,6 +44,11 @@ struct GemmQ4_0WgmmaPlan {
 /// (n_rows < 1, n_in not a positive multiple of 128, n_out < 1, w.data not 16-byte aligned);
 /// kInternal (a failed device query).
 Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_rows);
+
+/// The plan of gemm_q4_0_wgmma_multi: as above for the matrices' output tiles together (k_splits
+/// from their sum). Errors: as above, and kInvalidInput for 0 or more than
+/// kGemmQ4_0WgmmaMaxMatrices matrices, differing n_in, or more than 65535 output tiles.
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows);
 
 /// Whether gemm_q4_0_wgmma takes `w` and `n_rows` here (its plan succeeds).
 bool gemm_q4_0_wgmma_supported(const WeightMatrix& w, int64_t n_rows);
@@ -66,5 +75,15 @@ size_t gemm_q4_0_wgmma_scratch_bytes(int64_t n_rows, int64_t n_in);
 /// or misaligned pointer; kInternal naming a failed launch.
 Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
                        __half* scratch, cudaStream_t stream, bool accumulate = false);
+
+/// ys[i] [n_rows][ws[i].n_out] = x [n_rows][n_in] Ws[i]^T for 1 to kGemmQ4_0WgmmaMaxMatrices
+/// Q4_0 matrices of one n_in (q, k, v; gate, up) in one pack and one GEMM launch: their output
+/// tiles share the grid, so small matrices fill the GPU together (k_splits as for one matrix of
+/// their summed tiles, so a matrix's bits may differ from a call of its own; still deterministic
+/// and independent of n_rows and the other rows). Errors: those of the plan; kInvalidInput for
+/// ys.size() != ws.size() or a null or misaligned pointer; kInternal naming a failed launch.
+Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
+                             std::span<float* const> ys, __half* scratch, cudaStream_t stream,
+                             bool accumulate = false);
 
 }  // namespace novaserve::gpu

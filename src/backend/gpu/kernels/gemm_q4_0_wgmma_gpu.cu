@@ -17,11 +17,13 @@
 // A thread block (2 warpgroups, 256 threads) owns 128 outputs and one tile of N rows, and walks
 // its share of n_in in stages of 128 inputs through a ring of shared-memory stages filled by
 // cp.async (weights: nibbles + scales; activations: written to their swizzled chunk). Per stage
-// and warp, four times: decode one nibble word of each of its two rows (steps 2q, 2q + 1) into
-// one of two A register sets, issue those 2 wgmma as one group, and wait until only that group is
-// in flight, so the tensor cores run one group while the warps decode the next. The first
+// and warp, twice: decode two nibble words of each of its two rows (steps 4g .. 4g + 3) into one
+// of two A register sets, issue those 4 wgmma as one group, and wait until only that group is in
+// flight, so the tensor cores run one group while the warps decode the next. The first
 // stages' weights load before the kernel waits for the one before it on the stream
 // (programmatic dependent launch): they are no output of that kernel.
+// One launch may serve up to three matrices of one n_in (q/k/v, gate/up): their output tiles
+// share the grid, each block finding its matrix from its tile index.
 // Small n_out leaves multiprocessors idle, so as in the mma.sync kernel up to 8 blocks split
 // n_in as a thread-block cluster and add their partial tiles in rank order through distributed
 // shared memory: no workspace, no atomics, a fixed order of additions. When the row tiles alone
@@ -29,6 +31,8 @@
 // order, which gives the same bits without the cluster's short blocks.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <span>
 #include <string>
 
 #include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
@@ -48,6 +52,10 @@ namespace novaserve::gpu {
 #if defined(NOVASERVE_GPU_HIP)
 
 // No wgmma on AMD: callers use the GEMV or another GEMM.
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows) {
+  return Err(ErrorCode::kUnsupported, "gpu::gemm_q4_0_wgmma: CUDA sm_90a only (wgmma)");
+}
+
 Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_rows) {
   return Err(ErrorCode::kUnsupported, "gpu::gemm_q4_0_wgmma: CUDA sm_90a only (wgmma)");
 }
@@ -62,6 +70,12 @@ bool gemm_q4_0_wgmma_takes_shape(int64_t n_in, int64_t n_out) {
 
 size_t gemm_q4_0_wgmma_scratch_bytes(int64_t n_rows, int64_t n_in) {
   return 0;
+}
+
+Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
+                             std::span<float* const> ys, __half* scratch, cudaStream_t stream,
+                             bool accumulate) {
+  return Err(ErrorCode::kUnsupported, "gpu::gemm_q4_0_wgmma: CUDA sm_90a only (wgmma)");
 }
 
 Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
@@ -86,7 +100,24 @@ constexpr int kWBytes = kWNibBytes + kOuts * kBlocksPerStage * 2;  // nibbles, t
 constexpr int kMaxSplits = 8;                                      // the portable cluster size
 constexpr int kMinStagesPerSplit = 2;
 constexpr int kRingBudget = 210 * 1024;  // shared memory for the ring (227 KB per block at most)
+constexpr int kMaxStages = 8;
+// k16 steps per wgmma group: the warps decode a group's steps into one A register set, then
+// issue them with one commit and one wait (two groups per stage). On an H100
+// (GemmQ4_0WgmmaTest.TimingOnLlama3_8BShapes, 2026-12-07) 4 timed within 2% of 2 up to 64 rows
+// and 3-6% faster from 128 to 2048 rows; groups of 8, one per stage, made ptxas serialize the
+// wgmma instructions (CUDA 13: "non wgmma instructions defining input registers").
+constexpr int kGroupSteps = 4;
 constexpr int kMaxTileRows = 128;
+
+// The matrices of one launch (gemm_q4_0_wgmma_multi): matrix m owns output tiles
+// [tile_end[m - 1], tile_end[m]) of the grid's z; entries past the last hold INT_MAX.
+struct Matrices {
+  const uint8_t* w[kGemmQ4_0WgmmaMaxMatrices];
+  float* y[kGemmQ4_0WgmmaMaxMatrices];
+  int64_t n_out[kGemmQ4_0WgmmaMaxMatrices];
+  int tile_end[kGemmQ4_0WgmmaMaxMatrices];
+};
+static_assert(kGemmQ4_0WgmmaMaxMatrices == 3, "the kernel selects among three matrices");
 
 // Shared-memory layout of one tile size (kN rows). A stage: the activations' two swizzle atoms
 // ([kN rows][128 bytes] each), then the weights; every stage starts 1024-byte aligned.
@@ -95,7 +126,7 @@ struct Tile {
   static constexpr int kAtomBytes = kN * 128;
   static constexpr int kXBytes = 2 * kAtomBytes;
   static constexpr int kStageBytes = kXBytes + kWBytes;
-  static constexpr int kStages = std::min(8, kRingBudget / kStageBytes);
+  static constexpr int kStages = std::min(kMaxStages, kRingBudget / kStageBytes);
   static constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + the alignment slack
   static constexpr int kAcc = kN / 2;  // f32 accumulators per thread (64 x kN per warpgroup)
   static_assert(kStageBytes % 1024 == 0, "stages must keep the atoms 1024-byte aligned");
@@ -145,10 +176,13 @@ __global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows,
 // split order as the cluster adds them, so both give the same bits.
 template <int kN, bool kSerial>
 __global__ void __launch_bounds__(kThreads, 1)
-    gemm_q4_0_wgmma_kernel(const uint8_t* w, int64_t n_in, int64_t n_out, const __half* xp,
-                           int n_rows, float* y, bool accumulate, int k_splits) {
+    gemm_q4_0_wgmma_kernel(Matrices mats, int64_t n_in, const __half* xp, int n_rows,
+                           bool accumulate, int k_splits) {
 #if defined(NOVASERVE_GPU_HAS_WGMMA)
   using T = Tile<kN>;
+  constexpr int kQ = kGroupSteps / 2;  // nibble words per group
+  constexpr int kGroups = 4 / kQ;      // groups per stage: even, so group gi uses set gi % 2
+  static_assert(kGroups % 2 == 0);
   // Stages issued ahead of the one computed. The slot refilled at stage s is that of stage s - 2:
   // the last wgmma group of stage s - 1 may still be reading its slot then.
   constexpr int kAhead = T::kStages - 2;
@@ -163,7 +197,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg = warp / 4, wq = warp % 4;  // warpgroup, warp within it
   const int g = lane / 4, t = lane % 4;
   const int64_t n_blocks = n_in / kBlockValues;
-  const int64_t o0 = static_cast<int64_t>(blockIdx.z) * kOuts;
+  // This block's matrix: output tiles [tile_end[m - 1], tile_end[m]) belong to matrix m.
+  const int z = static_cast<int>(blockIdx.z);
+  const int m = (z >= mats.tile_end[0] ? 1 : 0) + (z >= mats.tile_end[1] ? 1 : 0);
+  const uint8_t* const w = m == 0 ? mats.w[0] : m == 1 ? mats.w[1] : mats.w[2];
+  float* const y = m == 0 ? mats.y[0] : m == 1 ? mats.y[1] : mats.y[2];
+  const int64_t n_out = m == 0 ? mats.n_out[0] : m == 1 ? mats.n_out[1] : mats.n_out[2];
+  const int64_t o0 = static_cast<int64_t>(z - (m == 0   ? 0
+                                               : m == 1 ? mats.tile_end[0]
+                                                        : mats.tile_end[1])) *
+                     kOuts;
   const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kN;
   const int64_t n_k = n_in / kStageK;
   const int64_t st0 = kSerial ? 0 : blockIdx.y * n_k / k_splits;
@@ -271,10 +314,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   int split = 0;
   int64_t split_end = kSerial ? n_k / k_splits : n_st;
-  // Two sets of A registers, for steps 2q, 2q + 1: while the wgmma group of one set runs, the
-  // warps decode the next into the other (wgmma_wait<1> after each commit frees the set decoded
-  // next).
-  uint32_t a[2][2][4];
+  // Two sets of A registers, each for one group's kGroupSteps steps: while the wgmma group of one
+  // set runs, the warps decode the next group into the other (wgmma_wait<1> after each commit
+  // frees the set decoded next).
+  uint32_t a[2][kQ][2][4];
   for (int s = 0; s < n_st; ++s) {
     land(s);
     if (kSerial && s == split_end) {
@@ -298,20 +341,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const uint32_t xs_addr = smem_addr + slot * T::kStageBytes;
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      uint32_t(&aq)[2][4] = a[q % 2];
-      uint32_t lo[2][2], hi[2][2];  // [row g, g+8][pair]
-      dequant_word(nib[0][q], scale[0], lo[0], hi[0]);
-      dequant_word(nib[1][q], scale[1], lo[1], hi[1]);
-      aq[0][0] = lo[0][0], aq[0][1] = lo[1][0], aq[0][2] = lo[0][1], aq[0][3] = lo[1][1];
-      aq[1][0] = hi[0][0], aq[1][1] = hi[1][0], aq[1][2] = hi[0][1], aq[1][3] = hi[1][1];
+    for (int gi = 0; gi < kGroups; ++gi) {
+      uint32_t(&ag)[kQ][2][4] = a[gi % 2];
+#pragma unroll
+      for (int j = 0; j < kQ; ++j) {
+        const int q = gi * kQ + j;
+        uint32_t lo[2][2], hi[2][2];  // [row g, g+8][pair]
+        dequant_word(nib[0][q], scale[0], lo[0], hi[0]);
+        dequant_word(nib[1][q], scale[1], lo[1], hi[1]);
+        ag[j][0][0] = lo[0][0], ag[j][0][1] = lo[1][0], ag[j][0][2] = lo[0][1];
+        ag[j][0][3] = lo[1][1];
+        ag[j][1][0] = hi[0][0], ag[j][1][1] = hi[1][0], ag[j][1][2] = hi[0][1];
+        ag[j][1][3] = hi[1][1];
+      }
       wgmma_fence_operands(acc);
       wgmma_fence();
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int st = 2 * q + hh;
-        const uint32_t addr = xs_addr + (st / 4) * T::kAtomBytes + (st % 4) * 32;
-        wgmma_f16_areg<kN>(acc, aq[hh], wgmma_desc_k128b(addr));
+      for (int j = 0; j < kQ; ++j) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int st = 2 * (gi * kQ + j) + hh;
+          const uint32_t addr = xs_addr + (st / 4) * T::kAtomBytes + (st % 4) * 32;
+          wgmma_f16_areg<kN>(acc, ag[j][hh], wgmma_desc_k128b(addr));
+        }
       }
       wgmma_commit();
       wgmma_fence_operands(acc);
@@ -367,12 +419,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 template <int kN, bool kSerial>
-Status launch(const GemmQ4_0WgmmaPlan& plan, const WeightMatrix& w, const __half* xp, int n_rows,
-              float* y, bool accumulate, cudaStream_t stream) {
+Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
+              int n_rows, bool accumulate, cudaStream_t stream) {
   auto* kernel = gemm_q4_0_wgmma_kernel<kN, kSerial>;
+  using T = Tile<kN>;
   static PerDeviceOnce smem_limit;
   NOVASERVE_RETURN_IF_ERROR(gpu_status(
-      smem_limit.call([&] { return set_max_dynamic_shared_bytes(kernel, Tile<kN>::kSmemBytes); }),
+      smem_limit.call([&] { return set_max_dynamic_shared_bytes(kernel, T::kSmemBytes); }),
       "gemm_q4_0_wgmma_kernel shared memory limit"));
   const unsigned cluster_y = kSerial ? 1u : static_cast<unsigned>(plan.k_splits);
   cudaLaunchConfig_t config = {};
@@ -381,7 +434,7 @@ Status launch(const GemmQ4_0WgmmaPlan& plan, const WeightMatrix& w, const __half
   config.gridDim =
       dim3(static_cast<unsigned>(plan.row_tiles), cluster_y, static_cast<unsigned>(plan.out_tiles));
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = Tile<kN>::kSmemBytes;
+  config.dynamicSmemBytes = T::kSmemBytes;
   config.stream = stream;
   cudaLaunchAttribute attrs[2] = {};
   unsigned n_attrs = 0;
@@ -399,18 +452,20 @@ Status launch(const GemmQ4_0WgmmaPlan& plan, const WeightMatrix& w, const __half
   }
   config.attrs = attrs;
   config.numAttrs = n_attrs;
-  return gpu_status(cudaLaunchKernelEx(&config, kernel, static_cast<const uint8_t*>(w.data), w.n_in,
-                                       w.n_out, xp, n_rows, y, accumulate, plan.k_splits),
-                    "gemm_q4_0_wgmma_kernel");
+  return gpu_status(
+      cudaLaunchKernelEx(&config, kernel, mats, n_in, xp, n_rows, accumulate, plan.k_splits),
+      "gemm_q4_0_wgmma_kernel");
 }
 
 template <int kN>
-Status launch(const GemmQ4_0WgmmaPlan& plan, const WeightMatrix& w, const __half* xp, int n_rows,
-              float* y, bool accumulate, cudaStream_t stream) {
+Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
+              int n_rows, bool accumulate, cudaStream_t stream) {
   if constexpr (kN == kMaxTileRows) {
-    if (plan.serial_splits) return launch<kN, true>(plan, w, xp, n_rows, y, accumulate, stream);
+    if (plan.serial_splits) {
+      return launch<kN, true>(plan, mats, n_in, xp, n_rows, accumulate, stream);
+    }
   }
-  return launch<kN, false>(plan, w, xp, n_rows, y, accumulate, stream);
+  return launch<kN, false>(plan, mats, n_in, xp, n_rows, accumulate, stream);
 }
 
 Status pack(const float* x, int64_t n_rows, int64_t padded, int64_t n_in, __half* out,
@@ -438,26 +493,46 @@ void tile_limits(GemmQ4_0WgmmaPlan& p) {
 
 }  // namespace
 
-Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_rows) {
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows) {
 #if !defined(NOVASERVE_GPU_SM90A)
   return Err(ErrorCode::kUnsupported,
              "gpu::gemm_q4_0_wgmma: this build has no sm_90a code (CMAKE_CUDA_ARCHITECTURES 90a)");
 #endif
-  if (w.type != GgmlType::kQ4_0) {
-    return Err(ErrorCode::kUnsupported,
-               "gpu::gemm_q4_0_wgmma: weights must be Q4_0 (split layout)");
+  if (ws.empty() || ws.size() > static_cast<size_t>(kGemmQ4_0WgmmaMaxMatrices)) {
+    return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: takes 1 to " +
+                                             std::to_string(kGemmQ4_0WgmmaMaxMatrices) +
+                                             " matrices, got " + std::to_string(ws.size()));
+  }
+  const int64_t n_in = ws[0].n_in;
+  int64_t out_tiles = 0;
+  for (const WeightMatrix& w : ws) {
+    if (w.type != GgmlType::kQ4_0) {
+      return Err(ErrorCode::kUnsupported,
+                 "gpu::gemm_q4_0_wgmma: weights must be Q4_0 (split layout)");
+    }
+    if (w.n_in <= 0 || w.n_in % kGemmQ4_0WgmmaInMultiple != 0 || w.n_out < 1) {
+      return Err(ErrorCode::kInvalidInput,
+                 "gpu::gemm_q4_0_wgmma: needs n_in a positive multiple of 128 and n_out >= 1 "
+                 "(got " +
+                     std::to_string(w.n_in) + " x " + std::to_string(w.n_out) + ")");
+    }
+    if (w.n_in != n_in) {
+      return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: the matrices' n_in differ (" +
+                                               std::to_string(n_in) + " and " +
+                                               std::to_string(w.n_in) + ")");
+    }
+    if (!aligned16(w.data)) {
+      return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: weights must be 16-byte aligned");
+    }
+    out_tiles += (w.n_out + kOuts - 1) / kOuts;
   }
   if (n_rows < 1) {
     return Err(ErrorCode::kInvalidInput,
                "gpu::gemm_q4_0_wgmma: n_rows " + std::to_string(n_rows) + " < 1");
   }
-  if (w.n_in <= 0 || w.n_in % kGemmQ4_0WgmmaInMultiple != 0 || w.n_out < 1) {
-    return Err(ErrorCode::kInvalidInput,
-               "gpu::gemm_q4_0_wgmma: needs n_in a positive multiple of 128 and n_out >= 1 (got " +
-                   std::to_string(w.n_in) + " x " + std::to_string(w.n_out) + ")");
-  }
-  if (!aligned16(w.data)) {
-    return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: weights must be 16-byte aligned");
+  if (out_tiles > 65535) {  // the grid's z extent
+    return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: " + std::to_string(out_tiles) +
+                                             " output tiles of 128 exceed 65535");
   }
   auto limits = current_device_limits();
   if (!limits.ok()) return limits.error();
@@ -469,15 +544,11 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_
   plan.tile_rows = tile_rows_for(n_rows);
   plan.row_tiles = (n_rows + plan.tile_rows - 1) / plan.tile_rows;
   plan.padded_rows = plan.row_tiles * plan.tile_rows;
-  plan.out_tiles = (w.n_out + kOuts - 1) / kOuts;
-  if (plan.out_tiles > 65535) {  // the grid's z extent
-    return Err(ErrorCode::kInvalidInput,
-               "gpu::gemm_q4_0_wgmma: n_out " + std::to_string(w.n_out) + " exceeds 65535 x 128");
-  }
+  plan.out_tiles = out_tiles;
   // As in gemm_q4_0_mma_plan: split n_in while the output tiles leave multiprocessors idle,
   // keeping kMinStagesPerSplit stages per split and one wave within 7/8 of the multiprocessors
   // (clusters must fit in one GPC).
-  const int64_t n_k = w.n_in / kStageK;
+  const int64_t n_k = n_in / kStageK;
   const int64_t block_budget = limits->n_sms - limits->n_sms / 8;
   const int64_t splits =
       std::min<int64_t>({kMaxSplits, block_budget / plan.out_tiles, n_k / kMinStagesPerSplit});
@@ -512,6 +583,10 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_
   return plan;
 }
 
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_rows) {
+  return gemm_q4_0_wgmma_plan({&w, 1}, n_rows);
+}
+
 bool gemm_q4_0_wgmma_supported(const WeightMatrix& w, int64_t n_rows) {
   return gemm_q4_0_wgmma_plan(w, n_rows).ok();
 }
@@ -531,32 +606,61 @@ size_t gemm_q4_0_wgmma_scratch_bytes(int64_t n_rows, int64_t n_in) {
   return static_cast<size_t>(padded * n_in) * sizeof(__half);
 }
 
-Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
-                       __half* scratch, cudaStream_t stream, bool accumulate) {
+Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
+                             std::span<float* const> ys, __half* scratch, cudaStream_t stream,
+                             bool accumulate) {
   if (n_rows == 0) return {};
-  const auto plan = gemm_q4_0_wgmma_plan(w, n_rows);
+  const auto plan = gemm_q4_0_wgmma_plan(ws, n_rows);
   if (!plan.ok()) return plan.error();
-  if (w.data == nullptr || x == nullptr || y == nullptr || scratch == nullptr || !aligned16(x) ||
+  if (ys.size() != ws.size()) {
+    return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: " + std::to_string(ws.size()) +
+                                             " matrices but " + std::to_string(ys.size()) +
+                                             " outputs");
+  }
+  const bool null_y = std::any_of(ys.begin(), ys.end(), [](float* y) { return y == nullptr; });
+  const bool null_w =
+      std::any_of(ws.begin(), ws.end(), [](const WeightMatrix& w) { return w.data == nullptr; });
+  if (null_w || null_y || x == nullptr || scratch == nullptr || !aligned16(x) ||
       !aligned16(scratch)) {
     return Err(ErrorCode::kInvalidInput,
                "gpu::gemm_q4_0_wgmma: weights, x, y and scratch must be non-null, x and scratch "
                "16-byte aligned");
   }
+  Matrices mats = {};
+  int tiles = 0;
+  for (size_t i = 0; i < static_cast<size_t>(kGemmQ4_0WgmmaMaxMatrices); ++i) {
+    if (i < ws.size()) {
+      mats.w[i] = static_cast<const uint8_t*>(ws[i].data);
+      mats.y[i] = ys[i];
+      mats.n_out[i] = ws[i].n_out;
+      tiles += static_cast<int>((ws[i].n_out + kOuts - 1) / kOuts);
+      mats.tile_end[i] = tiles;
+    } else {
+      mats.tile_end[i] = std::numeric_limits<int>::max();
+    }
+  }
   const GemmQ4_0WgmmaPlan& p = plan.value();
-  NOVASERVE_RETURN_IF_ERROR(pack(x, n_rows, p.padded_rows, w.n_in, scratch, stream));
+  const int64_t n_in = ws[0].n_in;
+  NOVASERVE_RETURN_IF_ERROR(pack(x, n_rows, p.padded_rows, n_in, scratch, stream));
   const int rows = static_cast<int>(n_rows);
   switch (p.tile_rows) {
     case 8:
-      return launch<8>(p, w, scratch, rows, y, accumulate, stream);
+      return launch<8>(p, mats, n_in, scratch, rows, accumulate, stream);
     case 16:
-      return launch<16>(p, w, scratch, rows, y, accumulate, stream);
+      return launch<16>(p, mats, n_in, scratch, rows, accumulate, stream);
     case 32:
-      return launch<32>(p, w, scratch, rows, y, accumulate, stream);
+      return launch<32>(p, mats, n_in, scratch, rows, accumulate, stream);
     case 64:
-      return launch<64>(p, w, scratch, rows, y, accumulate, stream);
+      return launch<64>(p, mats, n_in, scratch, rows, accumulate, stream);
     default:
-      return launch<128>(p, w, scratch, rows, y, accumulate, stream);
+      return launch<128>(p, mats, n_in, scratch, rows, accumulate, stream);
   }
+}
+
+Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
+                       __half* scratch, cudaStream_t stream, bool accumulate) {
+  float* const ys[] = {y};
+  return gemm_q4_0_wgmma_multi({&w, 1}, x, n_rows, ys, scratch, stream, accumulate);
 }
 
 #endif  // NOVASERVE_GPU_HIP
