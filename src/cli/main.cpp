@@ -35,7 +35,10 @@ int main(int argc, char** argv) {
     // two-line "Run with --help" form are not part of our contract).
     std::string msg = e.what();
     std::replace(msg.begin(), msg.end(), '\n', ' ');
-    std::fprintf(stderr, "novaserve: error: %s (see --help)\n", msg.c_str());
+    // The same prefix as the commands' own errors (cli_error.h): "novaserve COMMAND: error:".
+    std::string who = "novaserve";
+    for (const CLI::App* sub : app.get_subcommands()) who += " " + sub->get_name();
+    std::fprintf(stderr, "%s: error: %s (see %s --help)\n", who.c_str(), msg.c_str(), who.c_str());
     return 2;
   }
   return exit_code;

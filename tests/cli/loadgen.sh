@@ -14,6 +14,10 @@ lg() { "$BIN" loadgen "$@"; }
 expect_exit2 "neither --qps nor --concurrency" lg --url "$DEAD" --duration 1s
 expect_exit2 "both --qps and --concurrency" lg --url "$DEAD" --qps 1 --concurrency 2 --duration 1s
 expect_exit2 "--qps 0" lg --url "$DEAD" --qps 0 --duration 1s
+expect_exit2 "an unknown flag" lg --url "$DEAD" --qps 1 --duration 1s --no-such-flag
+# Flag syntax errors (CLI11's) carry the command's prefix like the commands' own errors.
+grep -q "^novaserve loadgen: error: .*--no-such-flag.* (see novaserve loadgen --help)$" "$TMP/err" ||
+  fail "unknown flag message: $(cat "$TMP/err")"
 expect_exit2 "negative --seed" lg --url "$DEAD" --qps 1 --duration 1s --seed -1
 grep -q "must not be negative, got -1" "$TMP/err" || fail "negative --seed message: $(cat "$TMP/err")"
 expect_exit2 "negative --qps" lg --url "$DEAD" --qps -3 --duration 1s
