@@ -91,6 +91,11 @@ expect_types "$TMP/mixed.gguf" blk.0.ffn_gate.weight=f16 blk.29.ffn_up.weight=f1
 expect_types "$TMP/q4km.gguf" blk.5.ffn_down.weight=q6_k blk.6.ffn_down.weight=q4_k \
   blk.5.attn_v.weight=q8_0 blk.6.attn_v.weight=q5_0 blk.6.ffn_up.weight=q5_0 \
   token_embd.weight=q8_0
+# One warning per (asked, stored) pair of the block-size fallback, as quantize warns.
+grep -qx "novaserve synth: warning: 166 tensor(s) stored as q5_0 instead of q4_k (rows not a multiple of 256 values)" \
+  "$TMP/q4km.err" || fail "synth q4_k_m: no q4_k -> q5_0 fallback warning: $(cat "$TMP/q4km.err")"
+grep -q "stored as q8_0 instead of q6_k" "$TMP/q4km.err" ||
+  fail "synth q4_k_m: no q6_k -> q8_0 fallback warning"
 "$BIN" inspect "$TMP/q4km.gguf" | grep -q 'general.file_type (uint32) = 15' ||
   fail "synth q4_k_m: general.file_type is not 15"
 echo "ok: synth rules and q4_k_m"

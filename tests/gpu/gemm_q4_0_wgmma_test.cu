@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -147,45 +149,64 @@ TEST_F(GemmQ4_0WgmmaTest, SplitsInTurnEqualClusterSplitsBitForBit) {
   }
 }
 
-// q/k/v-like matrices in one launch (gemm_q4_0_wgmma_multi): each matrix matches its own launch
-// within f32 rounding (the k-splits may differ), q matches the CPU, and a row's bits do not
-// depend on the row count (9 rows: tiles of 16 rows; 300 rows: tiles of 128).
+// q/k/v-like matrices in one launch (gemm_q4_0_wgmma_multi), and a gate/up-like pair: each
+// matrix matches its own launch within f32 rounding (their k-splits differ: 2 for the 48 tiles of
+// q/k/v, 3 for q alone, 8 for k alone on an H100), q matches the CPU, a partial tile in the middle
+// matrix (k: 1000 outputs) lands in its own matrix, and a row's bits do not depend on the row
+// count (300 rows: tiles of 128 with the splits in turn; fewer: cluster splits).
 TEST_F(GemmQ4_0WgmmaTest, MultiMatchesOneLaunchPerMatrixAndIsBatchInvariant) {
   SCOPED_TRACE(seed_note());
   ThreadPool pool(0);
-  const int64_t n_in = 1024, rows = 300;
-  const Q4GemmCase cq = test::make_q4_gemm_case(n_in, 1024, rows, rng_, pool, stream_);
-  const Q4GemmCase ck = test::make_q4_gemm_case(n_in, 256, 1, rng_, pool, stream_);
-  const Q4GemmCase cv = test::make_q4_gemm_case(n_in, 200, 1, rng_, pool, stream_);  // partial tile
-  const WeightMatrix ws[] = {{cq.split->get(), GgmlType::kQ4_0, n_in, 1024},
-                             {ck.split->get(), GgmlType::kQ4_0, n_in, 256},
-                             {cv.split->get(), GgmlType::kQ4_0, n_in, 200}};
+  const int64_t n_in = 4096, rows = 300;
+  const Q4GemmCase cq = test::make_q4_gemm_case(n_in, 4096, rows, rng_, pool, stream_);
+  const Q4GemmCase ck = test::make_q4_gemm_case(n_in, 1000, 1, rng_, pool, stream_);
+  const Q4GemmCase cv = test::make_q4_gemm_case(n_in, 1024, 1, rng_, pool, stream_);
+  const WeightMatrix qkv[] = {{cq.split->get(), GgmlType::kQ4_0, n_in, 4096},
+                              {ck.split->get(), GgmlType::kQ4_0, n_in, 1000},
+                              {cv.split->get(), GgmlType::kQ4_0, n_in, 1024}};
   DeviceBuffer<float> d_x(cq.x);
-  const auto multi = [&](int64_t n_rows) {
-    DeviceBuffer<float> y0(static_cast<size_t>(n_rows * ws[0].n_out)),
-        y1(static_cast<size_t>(n_rows * ws[1].n_out)),
-        y2(static_cast<size_t>(n_rows * ws[2].n_out));
-    float* const yp[] = {y0.get(), y1.get(), y2.get()};
+  // ys for the first ws.size() matrices of `qkv`.
+  const auto multi = [&](std::span<const WeightMatrix> ws, int64_t n_rows) {
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> bufs;
+    std::vector<float*> yp;
+    for (const WeightMatrix& w : ws) {
+      bufs.push_back(std::make_unique<DeviceBuffer<float>>(static_cast<size_t>(n_rows * w.n_out)));
+      yp.push_back(bufs.back()->get());
+    }
     DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(n_rows, n_in) / 2);
     const Status st = gemm_q4_0_wgmma_multi(ws, d_x.get(), n_rows, yp, scratch.get(), stream_);
     EXPECT_TRUE(st.ok()) << st.error().message;
     sync();
-    return std::vector<std::vector<float>>{y0.download(), y1.download(), y2.download()};
+    std::vector<std::vector<float>> out;
+    for (auto& b : bufs) out.push_back(b->download());
+    return out;
   };
-  const auto all = multi(rows);
-  for (int64_t n_rows : {9, 32, 64, 300}) {
-    SCOPED_TRACE(::testing::Message() << "rows " << n_rows);
-    const auto got = n_rows == rows ? all : multi(n_rows);
-    const auto x = first_rows(cq.x, n_rows, n_in);
-    EXPECT_LT(nmse(got[0], first_rows(cq.ref32, n_rows, 1024)), test::kQ4GemmF32RefNmse);
-    EXPECT_LT(nmse(got[0], first_rows(cq.ref16, n_rows, 1024)), test::kQ4GemmF16RefNmse);
-    for (size_t i = 0; i < 3; ++i) {
-      // Only the order of f32 additions may differ from a launch of its own.
-      EXPECT_LT(nmse(got[i], run(ws[i], x, n_rows)), 1e-10) << "matrix " << i;
-      EXPECT_TRUE(same_bits(got[i], first_rows(all[i], n_rows, ws[i].n_out)))
-          << "a row's result changed with the number of rows in the call, matrix " << i;
+  for (size_t n_mats : {size_t{3}, size_t{2}}) {
+    SCOPED_TRACE(::testing::Message() << n_mats << " matrices");
+    const std::span<const WeightMatrix> ws(qkv, n_mats);
+    const auto plan = gemm_q4_0_wgmma_plan(ws, rows);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    std::printf("gemm_q4_0_wgmma_multi, %zu matrices, %lld rows: %s\n", n_mats,
+                static_cast<long long>(rows), plan_text(plan.value()).c_str());
+    const auto all = multi(ws, rows);
+    for (int64_t n_rows : {9, 32, 64, 300}) {
+      SCOPED_TRACE(::testing::Message() << "rows " << n_rows);
+      const auto got = n_rows == rows ? all : multi(ws, n_rows);
+      const auto x = first_rows(cq.x, n_rows, n_in);
+      EXPECT_LT(nmse(got[0], first_rows(cq.ref32, n_rows, 4096)), test::kQ4GemmF32RefNmse);
+      EXPECT_LT(nmse(got[0], first_rows(cq.ref16, n_rows, 4096)), test::kQ4GemmF16RefNmse);
+      for (size_t i = 0; i < n_mats; ++i) {
+        // Only the order of f32 additions may differ from a launch of its own.
+        EXPECT_LT(nmse(got[i], run(ws[i], x, n_rows)), 1e-10) << "matrix " << i;
+        if (n_rows != rows) {
+          EXPECT_TRUE(same_bits(got[i], first_rows(all[i], n_rows, ws[i].n_out)))
+              << "a row's result changed with the number of rows in the call, matrix " << i;
+        }
+      }
     }
+    EXPECT_TRUE(same_bits(multi(ws, rows)[n_mats - 1], all[n_mats - 1])) << "two launches differ";
   }
+  const std::span<const WeightMatrix> ws(qkv);
   // Arguments the multi form refuses.
   float* const three[] = {nullptr, nullptr, nullptr};
   DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(9, n_in) / 2);
@@ -358,9 +379,10 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
       // stand in for the pair), which is what the runner issues.
       double pair_us = 2.0 * us;
       if (s.per_step == 64 && s.n_out != s.n_in) {
+        DeviceBuffer<float> d_y2(static_cast<size_t>(m * s.n_out));
         pair_us = test::time_us(stream_, n_copies, [&](int64_t copy) {
           const WeightMatrix ws[] = {matrix(copy), matrix((copy + 1) % n_copies)};
-          float* const ys[] = {d_y.get(), d_y.get()};
+          float* const ys[] = {d_y.get(), d_y2.get()};
           EXPECT_TRUE(gemm_q4_0_wgmma_multi(ws, d_x.get(), m, ys, scratch.get(), stream_).ok());
         });
         std::printf("wgmma  M=%-4lld %-7s both in one launch: %9.2f us (%.2f us per matrix)\n",

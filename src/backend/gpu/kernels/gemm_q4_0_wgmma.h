@@ -80,7 +80,8 @@ Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, fl
 /// Q4_0 matrices of one n_in (q, k, v; gate, up) in one pack and one GEMM launch: their output
 /// tiles share the grid, so small matrices fill the GPU together (k_splits as for one matrix of
 /// their summed tiles, so a matrix's bits may differ from a call of its own; still deterministic
-/// and independent of n_rows and the other rows). Errors: those of the plan; kInvalidInput for
+/// and independent of n_rows and the other rows). The outputs must not overlap each other, x or
+/// scratch. Errors: those of the plan; kInvalidInput for
 /// ys.size() != ws.size() or a null or misaligned pointer; kInternal naming a failed launch.
 Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
                              std::span<float* const> ys, __half* scratch, cudaStream_t stream,

@@ -180,8 +180,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                            bool accumulate, int k_splits) {
 #if defined(NOVASERVE_GPU_HAS_WGMMA)
   using T = Tile<kN>;
-  constexpr int kQ = kGroupSteps / 2;  // nibble words per group
-  constexpr int kGroups = 4 / kQ;      // groups per stage: even, so group gi uses set gi % 2
+  constexpr int kQ = kGroupSteps / 2;            // nibble words per group (a word: 2 k16 steps)
+  constexpr int kGroups = kSteps / kGroupSteps;  // per stage: even, so group gi uses set gi % 2
   static_assert(kGroups % 2 == 0);
   // Stages issued ahead of the one computed. The slot refilled at stage s is that of stage s - 2:
   // the last wgmma group of stage s - 1 may still be reading its slot then.
