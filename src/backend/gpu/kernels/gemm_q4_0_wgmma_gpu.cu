@@ -101,12 +101,6 @@ constexpr int kMaxSplits = 8;                                      // the portab
 constexpr int kMinStagesPerSplit = 2;
 constexpr int kRingBudget = 210 * 1024;  // shared memory for the ring (227 KB per block at most)
 constexpr int kMaxStages = 8;
-// k16 steps per wgmma group: the warps decode a group's steps into one A register set, then
-// issue them with one commit and one wait (two groups per stage). On an H100
-// (GemmQ4_0WgmmaTest.TimingOnLlama3_8BShapes, 2026-12-07) 4 timed within 2% of 2 up to 64 rows
-// and 3-6% faster from 128 to 2048 rows; groups of 8, one per stage, made ptxas serialize the
-// wgmma instructions (CUDA 13: "non wgmma instructions defining input registers").
-constexpr int kGroupSteps = 4;
 constexpr int kMaxTileRows = 128;
 
 // The matrices of one launch (gemm_q4_0_wgmma_multi): matrix m owns output tiles
@@ -180,6 +174,12 @@ __global__ void __launch_bounds__(kThreads, 1)
                            bool accumulate, int k_splits) {
 #if defined(NOVASERVE_GPU_HAS_WGMMA)
   using T = Tile<kN>;
+  // k16 steps per wgmma group: the warps decode a group's steps into one A register set, then
+  // issue them with one commit and one wait (two groups per stage). On an H100
+  // (GemmQ4_0WgmmaTest.TimingOnLlama3_8BShapes, 2026-12-07) 4 timed within 2% of 2 up to 64 rows
+  // and 3-6% faster from 128 to 2048 rows; groups of 8, one per stage, made ptxas serialize the
+  // wgmma instructions (CUDA 13: "non wgmma instructions defining input registers").
+  constexpr int kGroupSteps = 4;
   constexpr int kQ = kGroupSteps / 2;            // nibble words per group (a word: 2 k16 steps)
   constexpr int kGroups = kSteps / kGroupSteps;  // per stage: even, so group gi uses set gi % 2
   static_assert(kGroups % 2 == 0);
