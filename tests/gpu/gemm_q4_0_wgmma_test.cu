@@ -41,7 +41,8 @@ std::string plan_text(const GemmQ4_0WgmmaPlan& p) {
   return std::to_string(p.out_tiles) + " tiles of 128 outputs x " + std::to_string(p.k_splits) +
          " k-splits x " + std::to_string(p.row_tiles) + " row tiles of " +
          std::to_string(p.tile_rows) + (p.serial_splits ? " (splits in turn)" : "") + ", " +
-         std::to_string(p.stages) + " stages, " + std::to_string(p.smem_bytes / 1024) + " KiB smem";
+         std::to_string(p.stages) + " stages, " + std::to_string(p.smem_bytes / 1024) +
+         " KiB smem, " + std::to_string(p.blocks_per_sm) + " blocks per SM";
 }
 
 class GemmQ4_0WgmmaTest : public test::GpuTest {
@@ -153,7 +154,9 @@ TEST_F(GemmQ4_0WgmmaTest, SplitsInTurnEqualClusterSplitsBitForBit) {
 // matrix matches its own launch within f32 rounding (their k-splits differ: 2 for the 48 tiles of
 // q/k/v, 3 for q alone, 8 for k alone on an H100), q matches the CPU, a partial tile in the middle
 // matrix (k: 1000 outputs) lands in its own matrix, and a row's bits do not depend on the row
-// count (300 rows: tiles of 128 with the splits in turn; fewer: cluster splits).
+// count (300 rows: tiles of 128 with the splits in turn; fewer: cluster splits), at one and at
+// two blocks per multiprocessor for tiles of up to 64 rows (each with half the ring; the k-splits
+// do not change with it).
 TEST_F(GemmQ4_0WgmmaTest, MultiMatchesOneLaunchPerMatrixAndIsBatchInvariant) {
   SCOPED_TRACE(seed_note());
   ThreadPool pool(0);
@@ -166,7 +169,7 @@ TEST_F(GemmQ4_0WgmmaTest, MultiMatchesOneLaunchPerMatrixAndIsBatchInvariant) {
                               {cv.split->get(), GgmlType::kQ4_0, n_in, 1024}};
   DeviceBuffer<float> d_x(cq.x);
   // ys for the first ws.size() matrices of `qkv`.
-  const auto multi = [&](std::span<const WeightMatrix> ws, int64_t n_rows) {
+  const auto multi = [&](std::span<const WeightMatrix> ws, int64_t n_rows, int blocks_per_sm) {
     std::vector<std::unique_ptr<DeviceBuffer<float>>> bufs;
     std::vector<float*> yp;
     for (const WeightMatrix& w : ws) {
@@ -174,24 +177,31 @@ TEST_F(GemmQ4_0WgmmaTest, MultiMatchesOneLaunchPerMatrixAndIsBatchInvariant) {
       yp.push_back(bufs.back()->get());
     }
     DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(n_rows, n_in) / 2);
-    const Status st = gemm_q4_0_wgmma_multi(ws, d_x.get(), n_rows, yp, scratch.get(), stream_);
+    const Status st = gemm_q4_0_wgmma_multi(ws, d_x.get(), n_rows, yp, scratch.get(), stream_,
+                                            false, GemmQ4_0WgmmaOptions{blocks_per_sm, 0});
     EXPECT_TRUE(st.ok()) << st.error().message;
     sync();
     std::vector<std::vector<float>> out;
     for (auto& b : bufs) out.push_back(b->download());
     return out;
   };
-  for (size_t n_mats : {size_t{3}, size_t{2}}) {
-    SCOPED_TRACE(::testing::Message() << n_mats << " matrices");
+  for (const auto& [n_mats, occupancy] : {std::pair<size_t, int>{3, 1}, {2, 1}, {3, 2}}) {
+    SCOPED_TRACE(::testing::Message() << n_mats << " matrices, " << occupancy << " blocks per SM");
     const std::span<const WeightMatrix> ws(qkv, n_mats);
-    const auto plan = gemm_q4_0_wgmma_plan(ws, rows);
+    const GemmQ4_0WgmmaOptions options{occupancy, 0};
+    const auto plan = gemm_q4_0_wgmma_plan(ws, rows, options);
+    const auto plan9 = gemm_q4_0_wgmma_plan(ws, 9, options);
     ASSERT_TRUE(plan.ok()) << plan.error().message;
-    std::printf("gemm_q4_0_wgmma_multi, %zu matrices, %lld rows: %s\n", n_mats,
-                static_cast<long long>(rows), plan_text(plan.value()).c_str());
-    const auto all = multi(ws, rows);
+    ASSERT_TRUE(plan9.ok()) << plan9.error().message;
+    EXPECT_EQ(plan9->blocks_per_sm, occupancy);
+    EXPECT_EQ(plan->k_splits, plan9->k_splits) << "the splits must not depend on the row count";
+    std::printf("gemm_q4_0_wgmma_multi, %zu matrices, %lld rows: %s; 9 rows: %s\n", n_mats,
+                static_cast<long long>(rows), plan_text(plan.value()).c_str(),
+                plan_text(plan9.value()).c_str());
+    const auto all = multi(ws, rows, occupancy);
     for (int64_t n_rows : {9, 32, 64, 300}) {
       SCOPED_TRACE(::testing::Message() << "rows " << n_rows);
-      const auto got = n_rows == rows ? all : multi(ws, n_rows);
+      const auto got = n_rows == rows ? all : multi(ws, n_rows, occupancy);
       const auto x = first_rows(cq.x, n_rows, n_in);
       EXPECT_LT(nmse(got[0], first_rows(cq.ref32, n_rows, 4096)), test::kQ4GemmF32RefNmse);
       EXPECT_LT(nmse(got[0], first_rows(cq.ref16, n_rows, 4096)), test::kQ4GemmF16RefNmse);
@@ -204,7 +214,8 @@ TEST_F(GemmQ4_0WgmmaTest, MultiMatchesOneLaunchPerMatrixAndIsBatchInvariant) {
         }
       }
     }
-    EXPECT_TRUE(same_bits(multi(ws, rows)[n_mats - 1], all[n_mats - 1])) << "two launches differ";
+    EXPECT_TRUE(same_bits(multi(ws, rows, occupancy)[n_mats - 1], all[n_mats - 1]))
+        << "two launches differ";
   }
   const std::span<const WeightMatrix> ws(qkv);
   // Arguments the multi form refuses.
@@ -214,6 +225,13 @@ TEST_F(GemmQ4_0WgmmaTest, MultiMatchesOneLaunchPerMatrixAndIsBatchInvariant) {
   EXPECT_EQ(gemm_q4_0_wgmma_plan(four, 9).error().code, ErrorCode::kInvalidInput);
   const WeightMatrix mixed[] = {ws[0], {ws[1].data, GgmlType::kQ4_0, 512, 256}};
   EXPECT_EQ(gemm_q4_0_wgmma_plan(mixed, 9).error().code, ErrorCode::kInvalidInput);
+  for (const GemmQ4_0WgmmaOptions& bad : {GemmQ4_0WgmmaOptions{3, 0}, {-1, 0}, {0, 9}, {0, -1}}) {
+    EXPECT_EQ(gemm_q4_0_wgmma_plan(ws, 9, bad).error().code, ErrorCode::kInvalidInput);
+  }
+  const WeightMatrix one_stage{ws[0].data, GgmlType::kQ4_0, 128, 256};  // n_k 1: one split only
+  EXPECT_EQ(gemm_q4_0_wgmma_plan({&one_stage, 1}, 9, {0, 2}).error().code,
+            ErrorCode::kInvalidInput);
+  EXPECT_TRUE(gemm_q4_0_wgmma_plan({&one_stage, 1}, 9, {0, 1}).ok());
   EXPECT_EQ(gemm_q4_0_wgmma_multi(ws, d_x.get(), 9, three, scratch.get(), stream_).error().code,
             ErrorCode::kInvalidInput);
   EXPECT_EQ(
@@ -434,6 +452,94 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
         "run)\n",
         static_cast<long long>(m), step_wg * 1e-3, step_pairs * 1e-3, step_mma * 1e-3,
         step_blas * 1e-3, step_deq * 1e-3);
+  }
+}
+
+// The launches a Llama-3-8B decode step issues (q/k/v together, o, gate/up together, down) at
+// every k-split count and both occupancies: the data behind the plan's defaults. Prints only;
+// NOVASERVE_WGMMA_SWEEP=1 runs it (a few seconds of GPU time that the suite does not need).
+TEST_F(GemmQ4_0WgmmaTest, SweepOfSplitsAndOccupancy) {
+  if (std::getenv("NOVASERVE_WGMMA_SWEEP") == nullptr) {
+    GTEST_SKIP() << "timing sweep: set NOVASERVE_WGMMA_SWEEP=1 to run it";
+  }
+  struct Launch {
+    const char* name;
+    int64_t n_in;
+    std::vector<int64_t> n_outs;
+    int per_step;  // launches per step (32 layers)
+  };
+  const Launch launches[] = {{"qkv", 4096, {4096, 1024, 1024}, 32},
+                             {"o", 4096, {4096}, 32},
+                             {"gate+up", 4096, {14336, 14336}, 32},
+                             {"down", 14336, {4096}, 32}};
+  for (int64_t m : {16, 32, 64, 128}) {
+    double step_default = 0.0, step_best = 0.0;
+    for (const Launch& l : launches) {
+      int64_t group_bytes = 0;
+      for (int64_t n_out : l.n_outs) group_bytes += n_out * (l.n_in / 32) * 18;
+      const int64_t n_copies = test::cold_copies_for(group_bytes);
+      DeviceBuffer<uint8_t> d_w(static_cast<size_t>(n_copies * group_bytes));
+      ASSERT_EQ(cudaMemset(d_w.get(), 0x3c, d_w.size()), cudaSuccess);
+      DeviceBuffer<float> d_x(random_floats(static_cast<size_t>(m * l.n_in), rng_));
+      std::vector<std::unique_ptr<DeviceBuffer<float>>> d_y;
+      std::vector<float*> ys;
+      for (int64_t n_out : l.n_outs) {
+        d_y.push_back(std::make_unique<DeviceBuffer<float>>(static_cast<size_t>(m * n_out)));
+        ys.push_back(d_y.back()->get());
+      }
+      DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(m, l.n_in) / 2);
+      const auto group = [&](int64_t copy) {
+        std::vector<WeightMatrix> ws;
+        int64_t offset = copy * group_bytes;
+        for (int64_t n_out : l.n_outs) {
+          ws.push_back({d_w.get() + offset, GgmlType::kQ4_0, l.n_in, n_out});
+          offset += n_out * (l.n_in / 32) * 18;
+        }
+        return ws;
+      };
+      const auto time = [&](const GemmQ4_0WgmmaOptions& o) {
+        return test::time_us(stream_, n_copies, [&](int64_t copy) {
+          const auto ws = group(copy);
+          EXPECT_TRUE(
+              gemm_q4_0_wgmma_multi(ws, d_x.get(), m, ys, scratch.get(), stream_, false, o).ok());
+        });
+      };
+      const auto ws0 = group(0);
+      const auto def = gemm_q4_0_wgmma_plan(ws0, m);
+      ASSERT_TRUE(def.ok()) << def.error().message;
+      const double def_us = time({});
+      double best_us = def_us;
+      std::string best = "default";
+      for (int occ : {1, 2}) {
+        if (occ == 2 && def->tile_rows == 128) continue;
+        for (int splits = 1; splits <= 8; ++splits) {
+          const GemmQ4_0WgmmaOptions o{occ, splits};
+          const auto plan = gemm_q4_0_wgmma_plan(ws0, m, o);
+          if (!plan.ok()) continue;
+          const double us = time(o);
+          std::printf(
+              "sweep M=%-3lld %-7s %d blocks/SM %d splits: %8.2f us (%lld blocks, %d "
+              "stages)\n",
+              static_cast<long long>(m), l.name, occ, splits, us,
+              static_cast<long long>(plan->out_tiles * plan->row_tiles *
+                                     (plan->serial_splits ? 1 : splits)),
+              plan->stages);
+          if (us < best_us) {
+            best_us = us;
+            best = std::to_string(occ) + " blocks/SM, " + std::to_string(splits) + " splits";
+          }
+        }
+      }
+      std::printf("sweep M=%-3lld %-7s default (%s): %8.2f us; best: %s, %8.2f us\n",
+                  static_cast<long long>(m), l.name, plan_text(def.value()).c_str(), def_us,
+                  best.c_str(), best_us);
+      step_default += def_us * l.per_step;
+      step_best += best_us * l.per_step;
+    }
+    std::printf(
+        "sweep M=%lld: matmuls per step (no head) %.3f ms at the defaults, %.3f ms at each "
+        "launch's best\n",
+        static_cast<long long>(m), step_default * 1e-3, step_best * 1e-3);
   }
 }
 

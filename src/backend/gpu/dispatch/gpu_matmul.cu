@@ -92,6 +92,15 @@ Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
     }
     m->blocks_gemv_ = std::strcmp(env, "1") == 0;
   }
+  // NOVASERVE_GPU_WGMMA_BLOCKS_PER_SM=1|2: the wgmma GEMM's thread blocks per multiprocessor
+  // (gemm_q4_0_wgmma_plan; default 1), for A/B runs.
+  if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_BLOCKS_PER_SM"); env != nullptr) {
+    if (std::strcmp(env, "1") != 0 && std::strcmp(env, "2") != 0) {
+      return Err(ErrorCode::kInvalidInput,
+                 std::string("NOVASERVE_GPU_WGMMA_BLOCKS_PER_SM=") + env + ": expected 1 or 2");
+    }
+    m->wgmma_options_.blocks_per_sm = std::strcmp(env, "2") == 0 ? 2 : 1;
+  }
 #if !defined(NOVASERVE_GPU_HIP)
   auto blas = GpuBlas::create(stream);
   if (!blas.ok()) return blas.error();
@@ -184,7 +193,8 @@ Status GpuMatmul::gemm(const WeightMatrix& w, const __half* w16, const float* x,
     case Path::kWgmma:
       // Growing frees the old scratch; cudaFree waits for the kernels still reading it.
       NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, w.n_in));
-      return gemm_q4_0_wgmma(w, x, n_rows, y, x16_.get<__half>(), stream_, accumulate);
+      return gemm_q4_0_wgmma_multi({&w, 1}, x, n_rows, {&y, 1}, x16_.get<__half>(), stream_,
+                                   accumulate, wgmma_options_);
     case Path::kDequantBlas: {
       const size_t bytes = static_cast<size_t>(w.n_in * w.n_out) * sizeof(__half);
       NOVASERVE_RETURN_IF_ERROR(w16_scratch_.reserve(bytes, "transient fp16 weights"));
@@ -217,7 +227,7 @@ bool GpuMatmul::takes_wgmma_multi(std::span<const WeightMatrix> ws, int64_t n_ro
   const bool each = std::all_of(ws.begin(), ws.end(), [&](const WeightMatrix& w) {
     return w.type == GgmlType::kQ4_0 && path(w, nullptr, n_rows, true) == Path::kWgmma;
   });
-  return each && gemm_q4_0_wgmma_plan(ws, n_rows).ok();
+  return each && gemm_q4_0_wgmma_plan(ws, n_rows, wgmma_options_).ok();
 }
 
 Status GpuMatmul::run_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
@@ -226,7 +236,8 @@ Status GpuMatmul::run_multi(std::span<const WeightMatrix> ws, const float* x, in
     return Err(ErrorCode::kInvalidInput, "GpuMatmul::run_multi: not matrices the wgmma GEMM takes");
   }
   NOVASERVE_RETURN_IF_ERROR(reserve(n_rows, ws[0].n_in));
-  return gemm_q4_0_wgmma_multi(ws, x, n_rows, ys, x16_.get<__half>(), stream_);
+  return gemm_q4_0_wgmma_multi(ws, x, n_rows, ys, x16_.get<__half>(), stream_, false,
+                               wgmma_options_);
 }
 
 }  // namespace novaserve::gpu

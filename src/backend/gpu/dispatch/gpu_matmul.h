@@ -19,6 +19,7 @@
 #include <memory>
 #include <span>
 
+#include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
 #include "backend/gpu/platform/device_buffer.h"
 #include "backend/gpu/platform/vendor.h"
 #include "backend/op_params.h"
@@ -36,7 +37,8 @@ class GpuMatmul {
   static constexpr int64_t kGemvMaxRows = 8;
 
   /// Reads NOVASERVE_GPU_WGMMA_MAX_ROWS ("all" or a row count), NOVASERVE_GPU_DEQUANT_MIN_ROWS
-  /// (a row count) and NOVASERVE_GPU_KQUANT_GEMV (0 or 1), the A/B switches above. Errors:
+  /// (a row count), NOVASERVE_GPU_KQUANT_GEMV (0 or 1) and NOVASERVE_GPU_WGMMA_BLOCKS_PER_SM (1
+  /// or 2), the A/B switches above. Errors:
   /// kInvalidInput naming a variable with another value; kInternal naming the failed BLAS call
   /// or allocation (the BLAS workspace).
   static Result<std::unique_ptr<GpuMatmul>> create(cudaStream_t stream);
@@ -116,6 +118,7 @@ class GpuMatmul {
   int64_t dequant_min_rows_ = std::numeric_limits<int64_t>::max();
   // gemv_blocks for the types it takes (NOVASERVE_GPU_KQUANT_GEMV=0: the generic GEMV)
   bool blocks_gemv_ = true;
+  GemmQ4_0WgmmaOptions wgmma_options_;  // NOVASERVE_GPU_WGMMA_BLOCKS_PER_SM
 };
 
 }  // namespace novaserve::gpu

@@ -24,6 +24,12 @@ inline constexpr int64_t kGemmQ4_0WgmmaInMultiple = 128;
 /// Most matrices one gemm_q4_0_wgmma_multi call takes (q, k and v).
 inline constexpr int kGemmQ4_0WgmmaMaxMatrices = 3;
 
+/// Overrides of gemm_q4_0_wgmma's plan, for A/B runs and benchmarks (0: the plan's choice).
+struct GemmQ4_0WgmmaOptions {
+  int blocks_per_sm = 0;  ///< thread blocks per multiprocessor for tiles of up to 64 rows: 1, 2
+  int k_splits = 0;       ///< splits of n_in per output tile: 1..8, at most n_in / 128
+};
+
 /// How gemm_q4_0_wgmma splits a call over the GPU, for logs and benchmarks.
 struct GemmQ4_0WgmmaPlan {
   int64_t tile_rows = 0;       ///< rows per tile (wgmma's N): 8, 16, 32, 64 or 128
@@ -33,6 +39,7 @@ struct GemmQ4_0WgmmaPlan {
   int k_splits = 0;            ///< splits of n_in per output tile, 1..8
   bool serial_splits = false;  ///< splits summed in turn by one block, not by a cluster of blocks
   int stages = 0;              ///< depth of the shared-memory ring
+  int blocks_per_sm = 0;       ///< thread blocks per multiprocessor: 1 or 2
   size_t smem_bytes = 0;       ///< dynamic shared memory per thread block
 };
 
@@ -46,9 +53,13 @@ struct GemmQ4_0WgmmaPlan {
 Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(const WeightMatrix& w, int64_t n_rows);
 
 /// The plan of gemm_q4_0_wgmma_multi: as above for the matrices' output tiles together (k_splits
-/// from their sum). Errors: as above, and kInvalidInput for 0 or more than
-/// kGemmQ4_0WgmmaMaxMatrices matrices, differing n_in, or more than 65535 output tiles.
-Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows);
+/// from their sum). `options` override the thread blocks per multiprocessor of tiles of up to 64
+/// rows (tiles of 128 rows always run one) and k_splits; the bits depend on k_splits, never on
+/// the row count. Errors: as above, and kInvalidInput for 0 or more than
+/// kGemmQ4_0WgmmaMaxMatrices matrices, differing n_in, more than 65535 output tiles, or an
+/// override out of its range.
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows,
+                                               const GemmQ4_0WgmmaOptions& options = {});
 
 /// Whether gemm_q4_0_wgmma takes `w` and `n_rows` here (its plan succeeds).
 bool gemm_q4_0_wgmma_supported(const WeightMatrix& w, int64_t n_rows);
@@ -81,10 +92,10 @@ Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, fl
 /// tiles share the grid, so small matrices fill the GPU together (k_splits as for one matrix of
 /// their summed tiles, so a matrix's bits may differ from a call of its own; still deterministic
 /// and independent of n_rows and the other rows). The outputs must not overlap each other, x or
-/// scratch. Errors: those of the plan; kInvalidInput for
+/// scratch. `options` as in the plan. Errors: those of the plan; kInvalidInput for
 /// ys.size() != ws.size() or a null or misaligned pointer; kInternal naming a failed launch.
 Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
                              std::span<float* const> ys, __half* scratch, cudaStream_t stream,
-                             bool accumulate = false);
+                             bool accumulate = false, const GemmQ4_0WgmmaOptions& options = {});
 
 }  // namespace novaserve::gpu

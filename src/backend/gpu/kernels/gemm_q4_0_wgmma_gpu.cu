@@ -52,7 +52,8 @@ namespace novaserve::gpu {
 #if defined(NOVASERVE_GPU_HIP)
 
 // No wgmma on AMD: callers use the GEMV or another GEMM.
-Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows) {
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows,
+                                               const GemmQ4_0WgmmaOptions& options) {
   return Err(ErrorCode::kUnsupported, "gpu::gemm_q4_0_wgmma: CUDA sm_90a only (wgmma)");
 }
 
@@ -74,7 +75,7 @@ size_t gemm_q4_0_wgmma_scratch_bytes(int64_t n_rows, int64_t n_in) {
 
 Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
                              std::span<float* const> ys, __half* scratch, cudaStream_t stream,
-                             bool accumulate) {
+                             bool accumulate, const GemmQ4_0WgmmaOptions& options) {
   return Err(ErrorCode::kUnsupported, "gpu::gemm_q4_0_wgmma: CUDA sm_90a only (wgmma)");
 }
 
@@ -99,9 +100,10 @@ constexpr int kWNibBytes = kOuts * kBlocksPerStage * kNibbleBytes;
 constexpr int kWBytes = kWNibBytes + kOuts * kBlocksPerStage * 2;  // nibbles, then scales
 constexpr int kMaxSplits = 8;                                      // the portable cluster size
 constexpr int kMinStagesPerSplit = 2;
-constexpr int kRingBudget = 210 * 1024;  // shared memory for the ring (227 KB per block at most)
+constexpr int kRingBudget = 210 * 1024;  // shared memory for the rings (227 KB per SM at most)
 constexpr int kMaxStages = 8;
 constexpr int kMaxTileRows = 128;
+constexpr int kDefaultBlocksPerSm = 1;  // for tiles below kMaxTileRows rows (see the plan)
 
 // The matrices of one launch (gemm_q4_0_wgmma_multi): matrix m owns output tiles
 // [tile_end[m - 1], tile_end[m]) of the grid's z; entries past the last hold INT_MAX.
@@ -113,14 +115,15 @@ struct Matrices {
 };
 static_assert(kGemmQ4_0WgmmaMaxMatrices == 3, "the kernel selects among three matrices");
 
-// Shared-memory layout of one tile size (kN rows). A stage: the activations' two swizzle atoms
-// ([kN rows][128 bytes] each), then the weights; every stage starts 1024-byte aligned.
-template <int kN>
+// Shared-memory layout of one tile size (kN rows) with kOcc blocks per multiprocessor (each
+// block a ring of 1/kOcc of the budget). A stage: the activations' two swizzle atoms ([kN
+// rows][128 bytes] each), then the weights; every stage starts 1024-byte aligned.
+template <int kN, int kOcc = 1>
 struct Tile {
   static constexpr int kAtomBytes = kN * 128;
   static constexpr int kXBytes = 2 * kAtomBytes;
   static constexpr int kStageBytes = kXBytes + kWBytes;
-  static constexpr int kStages = std::min(kMaxStages, kRingBudget / kStageBytes);
+  static constexpr int kStages = std::min(kMaxStages, kRingBudget / kOcc / kStageBytes);
   static constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + the alignment slack
   static constexpr int kAcc = kN / 2;  // f32 accumulators per thread (64 x kN per warpgroup)
   static_assert(kStageBytes % 1024 == 0, "stages must keep the atoms 1024-byte aligned");
@@ -168,12 +171,12 @@ __global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows,
 // outputs), over n_in split k_splits ways: split blockIdx.y of a cluster along y, or with kSerial
 // every split in turn in this block (gridDim.y 1), each summed from zero and the partials added in
 // split order as the cluster adds them, so both give the same bits.
-template <int kN, bool kSerial>
-__global__ void __launch_bounds__(kThreads, 1)
+template <int kN, bool kSerial, int kOcc>
+__global__ void __launch_bounds__(kThreads, kOcc)
     gemm_q4_0_wgmma_kernel(Matrices mats, int64_t n_in, const __half* xp, int n_rows,
                            bool accumulate, int k_splits) {
 #if defined(NOVASERVE_GPU_HAS_WGMMA)
-  using T = Tile<kN>;
+  using T = Tile<kN, kOcc>;
   // k16 steps per wgmma group: the warps decode a group's steps into one A register set, then
   // issue them with one commit and one wait (two groups per stage). On an H100
   // (GemmQ4_0WgmmaTest.TimingOnLlama3_8BShapes, 2026-12-07) 4 timed within 2% of 2 up to 64 rows
@@ -339,7 +342,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           ws + kWNibBytes + (row * kBlocksPerStage + t) * 2));
       scale[h] = __halves2half2(d, d);
     }
-    const uint32_t xs_addr = smem_addr + slot * T::kStageBytes;
+    // The activations' descriptor, advanced per k16 step by a constant (wgmma_desc_advance).
+    const uint64_t xs_desc = wgmma_desc_k128b(smem_addr + slot * T::kStageBytes);
 #pragma unroll
     for (int gi = 0; gi < kGroups; ++gi) {
       uint32_t(&ag)[kQ][2][4] = a[gi % 2];
@@ -361,8 +365,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           const int st = 2 * (gi * kQ + j) + hh;
-          const uint32_t addr = xs_addr + (st / 4) * T::kAtomBytes + (st % 4) * 32;
-          wgmma_f16_areg<kN>(acc, ag[j][hh], wgmma_desc_k128b(addr));
+          const uint32_t off = (st / 4) * T::kAtomBytes + (st % 4) * 32;
+          wgmma_f16_areg<kN>(acc, ag[j][hh], wgmma_desc_advance(xs_desc, off));
         }
       }
       wgmma_commit();
@@ -418,11 +422,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-template <int kN, bool kSerial>
+template <int kN, bool kSerial, int kOcc>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
               int n_rows, bool accumulate, cudaStream_t stream) {
-  auto* kernel = gemm_q4_0_wgmma_kernel<kN, kSerial>;
-  using T = Tile<kN>;
+  auto* kernel = gemm_q4_0_wgmma_kernel<kN, kSerial, kOcc>;
+  using T = Tile<kN, kOcc>;
   static PerDeviceOnce smem_limit;
   NOVASERVE_RETURN_IF_ERROR(gpu_status(
       smem_limit.call([&] { return set_max_dynamic_shared_bytes(kernel, T::kSmemBytes); }),
@@ -457,6 +461,17 @@ Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in,
       "gemm_q4_0_wgmma_kernel");
 }
 
+template <int kN, bool kSerial>
+Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
+              int n_rows, bool accumulate, cudaStream_t stream) {
+  if constexpr (kN < kMaxTileRows) {
+    if (plan.blocks_per_sm == 2) {
+      return launch<kN, kSerial, 2>(plan, mats, n_in, xp, n_rows, accumulate, stream);
+    }
+  }
+  return launch<kN, kSerial, 1>(plan, mats, n_in, xp, n_rows, accumulate, stream);
+}
+
 template <int kN>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
               int n_rows, bool accumulate, cudaStream_t stream) {
@@ -485,15 +500,23 @@ int64_t tile_rows_for(int64_t n_rows) {
   return kMaxTileRows;
 }
 
+// The plan's ring depth and shared memory for tiles of kN rows (blocks_per_sm already set).
 template <int kN>
 void tile_limits(GemmQ4_0WgmmaPlan& p) {
   p.stages = Tile<kN>::kStages;
   p.smem_bytes = Tile<kN>::kSmemBytes;
+  if constexpr (kN < kMaxTileRows) {
+    if (p.blocks_per_sm == 2) {
+      p.stages = Tile<kN, 2>::kStages;
+      p.smem_bytes = Tile<kN, 2>::kSmemBytes;
+    }
+  }
 }
 
 }  // namespace
 
-Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows) {
+Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows,
+                                               const GemmQ4_0WgmmaOptions& options) {
 #if !defined(NOVASERVE_GPU_SM90A)
   return Err(ErrorCode::kUnsupported,
              "gpu::gemm_q4_0_wgmma: this build has no sm_90a code (CMAKE_CUDA_ARCHITECTURES 90a)");
@@ -534,11 +557,31 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
     return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: " + std::to_string(out_tiles) +
                                              " output tiles of 128 exceed 65535");
   }
+  const int64_t n_k = n_in / kStageK;
+  if (options.blocks_per_sm < 0 || options.blocks_per_sm > 2) {
+    return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: blocks_per_sm " +
+                                             std::to_string(options.blocks_per_sm) +
+                                             " is none of 0 (the default), 1, 2");
+  }
+  if (options.k_splits < 0 || options.k_splits > std::min<int64_t>(kMaxSplits, n_k)) {
+    return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: k_splits " +
+                                             std::to_string(options.k_splits) +
+                                             " is out of 0 (the default) .. " +
+                                             std::to_string(std::min<int64_t>(kMaxSplits, n_k)) +
+                                             " for n_in " + std::to_string(n_in));
+  }
   auto limits = current_device_limits();
   if (!limits.ok()) return limits.error();
   if (limits->cc_major != 9 || limits->cc_minor != 0) {
     return Err(ErrorCode::kUnsupported,
                "gpu::gemm_q4_0_wgmma: needs compute capability 9.0 (sm_90a code)");
+  }
+  // Tiles of 128 rows take the most shared memory (Tile<kMaxTileRows>).
+  if (Tile<kMaxTileRows>::kSmemBytes > limits->smem_optin) {
+    return Err(ErrorCode::kUnsupported,
+               "gpu::gemm_q4_0_wgmma: needs " + std::to_string(Tile<kMaxTileRows>::kSmemBytes) +
+                   " bytes of shared memory per block, the device allows " +
+                   std::to_string(limits->smem_optin));
   }
   GemmQ4_0WgmmaPlan plan;
   plan.tile_rows = tile_rows_for(n_rows);
@@ -547,12 +590,20 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
   plan.out_tiles = out_tiles;
   // As in gemm_q4_0_mma_plan: split n_in while the output tiles leave multiprocessors idle,
   // keeping kMinStagesPerSplit stages per split and one wave within 7/8 of the multiprocessors
-  // (clusters must fit in one GPC).
-  const int64_t n_k = n_in / kStageK;
+  // (clusters must fit in one GPC), counting one block per multiprocessor whatever the tile size,
+  // so a row's sums keep their order whatever the row count.
   const int64_t block_budget = limits->n_sms - limits->n_sms / 8;
-  const int64_t splits =
-      std::min<int64_t>({kMaxSplits, block_budget / plan.out_tiles, n_k / kMinStagesPerSplit});
-  plan.k_splits = static_cast<int>(std::max<int64_t>(splits, 1));
+  plan.k_splits = options.k_splits != 0
+                      ? options.k_splits
+                      : static_cast<int>(std::max<int64_t>(
+                            1, std::min<int64_t>({kMaxSplits, block_budget / plan.out_tiles,
+                                                  n_k / kMinStagesPerSplit})));
+  // Tiles of up to 64 rows may run two blocks per multiprocessor, each with half the ring
+  // (options.blocks_per_sm; NOVASERVE_GPU_WGMMA_BLOCKS_PER_SM in GpuMatmul); tiles of 128 rows
+  // need the whole ring and run one.
+  plan.blocks_per_sm = plan.tile_rows == kMaxTileRows ? 1
+                       : options.blocks_per_sm != 0   ? options.blocks_per_sm
+                                                      : kDefaultBlocksPerSm;
   // With enough tiles of 128 rows to fill the multiprocessors without splitting (prefill), one
   // block walks every split in turn: the same sums in the same order (so the bits do not change
   // with the row count), without the short blocks and cluster reductions of split-K.
@@ -573,12 +624,6 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
       break;
     default:
       tile_limits<128>(plan);
-  }
-  if (plan.smem_bytes > static_cast<size_t>(limits->smem_optin)) {
-    return Err(ErrorCode::kUnsupported,
-               "gpu::gemm_q4_0_wgmma: needs " + std::to_string(plan.smem_bytes) +
-                   " bytes of shared memory per block, the device allows " +
-                   std::to_string(limits->smem_optin));
   }
   return plan;
 }
@@ -608,9 +653,9 @@ size_t gemm_q4_0_wgmma_scratch_bytes(int64_t n_rows, int64_t n_in) {
 
 Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, int64_t n_rows,
                              std::span<float* const> ys, __half* scratch, cudaStream_t stream,
-                             bool accumulate) {
+                             bool accumulate, const GemmQ4_0WgmmaOptions& options) {
   if (n_rows == 0) return {};
-  const auto plan = gemm_q4_0_wgmma_plan(ws, n_rows);
+  const auto plan = gemm_q4_0_wgmma_plan(ws, n_rows, options);
   if (!plan.ok()) return plan.error();
   if (ys.size() != ws.size()) {
     return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: " + std::to_string(ws.size()) +

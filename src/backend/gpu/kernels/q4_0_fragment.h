@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "backend/gpu/kernels/q4_0_split.h"
+#include "backend/gpu/kernels/weight_bits.h"
 #include "backend/gpu/platform/vendor.h"
 
 #if !defined(NOVASERVE_GPU_HIP)
@@ -77,8 +78,8 @@ __device__ __forceinline__ void dequant_word(uint32_t word, __half2 d, uint32_t 
 #pragma unroll
   for (int p = 0; p < 2; ++p) {
     const uint32_t bytes = word >> (8 * p);  // bytes p and p + 2 at bits 0-7 and 16-23
-    const uint32_t l = (bytes & 0x000F000Fu) | 0x64006400u;
-    const uint32_t h = (bytes & 0x00F000F0u) | 0x54005400u;
+    const uint32_t l = and_or<0x000F000Fu>(bytes, 0x64006400u);  // one LOP3 each (weight_bits.h)
+    const uint32_t h = and_or<0x00F000F0u>(bytes, 0x54005400u);
     lo[p] = as_u32(__hmul2_rn(__hsub2_rn(as_half2(l), lo_bias), d));
     hi[p] = as_u32(__hmul2_rn(__hsub2_rn(as_half2(h), hi_bias), d));
   }

@@ -36,6 +36,16 @@ __device__ __forceinline__ uint64_t wgmma_desc_k128b(uint32_t addr) {
          (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
 }
 
+/// The descriptor `desc` (wgmma_desc_k128b(addr)) moved `bytes` further along shared memory:
+/// wgmma_desc_k128b(addr + bytes) in one 32-bit add on the start-address field, for loops that
+/// walk a tile's k16 steps from one descriptor. `bytes` must be a multiple of 16 and addr + bytes
+/// stay below 2^18 (256 KiB: every shared-memory address of sm_90), so the field cannot carry
+/// into its neighbours.
+__device__ __forceinline__ uint64_t wgmma_desc_advance(uint64_t desc, uint32_t bytes) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 /// Orders this thread's earlier generic-proxy writes to shared memory (st.shared, completed
 /// cp.async) before later async-proxy reads such as wgmma's operand loads. Follow it with the
 /// barrier that publishes the writes to the other threads.
