@@ -19,6 +19,7 @@
 #include "backend/gpu/kernels/gemm_q4_0_mma.h"
 #include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
 #include "q4_0_gemm_harness.h"
+#include "quant/ggml_type.h"
 #if defined(NOVASERVE_GPU_HAS_BLAS)
 #include "backend/gpu/dispatch/gpu_blas.h"
 #endif
@@ -475,8 +476,12 @@ TEST_F(GemmQ4_0WgmmaTest, SweepOfSplitsAndOccupancy) {
   for (int64_t m : {16, 32, 64, 128}) {
     double step_default = 0.0, step_best = 0.0;
     for (const Launch& l : launches) {
+      // Split Q4_0 keeps the GGUF's bytes per row (q4_0_split.h).
+      const auto matrix_bytes = [&](int64_t n_out) {
+        return n_out * static_cast<int64_t>(*ggml_row_bytes(GgmlType::kQ4_0, l.n_in));
+      };
       int64_t group_bytes = 0;
-      for (int64_t n_out : l.n_outs) group_bytes += n_out * (l.n_in / 32) * 18;
+      for (int64_t n_out : l.n_outs) group_bytes += matrix_bytes(n_out);
       const int64_t n_copies = test::cold_copies_for(group_bytes);
       DeviceBuffer<uint8_t> d_w(static_cast<size_t>(n_copies * group_bytes));
       ASSERT_EQ(cudaMemset(d_w.get(), 0x3c, d_w.size()), cudaSuccess);
@@ -493,7 +498,7 @@ TEST_F(GemmQ4_0WgmmaTest, SweepOfSplitsAndOccupancy) {
         int64_t offset = copy * group_bytes;
         for (int64_t n_out : l.n_outs) {
           ws.push_back({d_w.get() + offset, GgmlType::kQ4_0, l.n_in, n_out});
-          offset += n_out * (l.n_in / 32) * 18;
+          offset += matrix_bytes(n_out);
         }
         return ws;
       };
