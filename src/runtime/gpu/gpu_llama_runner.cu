@@ -140,9 +140,21 @@ Result<std::unique_ptr<GpuLlamaRunner>> GpuLlamaRunner::create(std::shared_ptr<c
                                              r->ws_.act_q8, r->ws_.attn_split, r->n_sm_);
   r->register_matrices();
   r->forward_ = std::make_unique<LlamaForward>(r->config_, r->w_.views());
-  if (const char* env = std::getenv("NOVASERVE_GPU_PROFILE"); env != nullptr && env[0] == '1') {
-    r->prof_.enable();
-    std::fprintf(stderr, "novaserve gpu: NOVASERVE_GPU_PROFILE=1: timing every op (graphs off)\n");
+  if (const char* env = std::getenv("NOVASERVE_GPU_PROFILE"); env != nullptr && env[0] != '\0') {
+    const std::string mode = env;
+    if (mode == "1") {
+      r->prof_.enable();
+      std::fprintf(stderr,
+                   "novaserve gpu: NOVASERVE_GPU_PROFILE=1: timing every op (graphs off)\n");
+    } else if (mode == "steps") {
+      r->prof_.enable_steps();
+      std::fprintf(stderr,
+                   "novaserve gpu: NOVASERVE_GPU_PROFILE=steps: timing each step's device and "
+                   "host time (graphs as configured)\n");
+    } else if (mode != "0") {
+      return Err(ErrorCode::kInvalidInput,
+                 "NOVASERVE_GPU_PROFILE=" + mode + ": expected 1 (per op), steps (per step) or 0");
+    }
   }
   return Result<std::unique_ptr<GpuLlamaRunner>>(std::move(r));
 }
@@ -336,6 +348,7 @@ Result<KvPoolMemory> GpuLlamaRunner::allocate_kv(uint64_t bytes) {
 }
 
 Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) {
+  prof_.enter_step();
   auto rows = check_forward(seqs, config_);
   if (!rows.ok()) return rows.error();
   if (rows->n_rows == 0) return {};
@@ -409,9 +422,9 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
     seq_greedy_[s] = seqs[s].greedy && !seqs[s].all_logits ? 1 : 0;
     all_greedy = all_greedy && seq_greedy_[s] != 0;
   }
+  prof_.begin_step(decode, rows->n_rows, stream_);
   NOVASERVE_RETURN_IF_ERROR(in_.upload(stream_));
 
-  prof_.begin_step(decode, rows->n_rows);
   if (use_graph && graphs_.has(bucket)) {
     NOVASERVE_RETURN_IF_ERROR(graphs_.launch(bucket, stream_));
   } else {
@@ -429,6 +442,7 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
   if (!has_head()) {  // a pipeline stage before the last: the hidden state stays on the device
     logits_on_host_ = false;
     std::fill(seq_greedy_.begin(), seq_greedy_.end(), uint8_t{0});
+    prof_.queued_step(stream_);
     NOVASERVE_RETURN_IF_ERROR(gpu_status(cudaStreamSynchronize(stream_), "forward step"));
     return prof_.end_step();
   }
@@ -444,6 +458,7 @@ Status GpuLlamaRunner::forward(std::span<const ForwardSeq> seqs, ActQuant mode) 
     NOVASERVE_GPU_RETURN_IF_ERROR(cudaMemcpyAsync(host_logits_.get(), ws_.logits.get(), logit_bytes,
                                                   cudaMemcpyDeviceToHost, stream_));
   }
+  prof_.queued_step(stream_);
   NOVASERVE_RETURN_IF_ERROR(gpu_status(cudaStreamSynchronize(stream_), "forward step"));
   return prof_.end_step();
 }

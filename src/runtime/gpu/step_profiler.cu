@@ -26,17 +26,37 @@ const char* op_name(int op) {
 }  // namespace
 
 StepProfiler::~StepProfiler() {
-  if (enabled_) print();
+  if (enabled_ || steps_mode_) print();
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+  for (cudaEvent_t e : step_events_) {
+    if (e != nullptr) (void)cudaEventDestroy(e);
+  }
 }
 
-void StepProfiler::begin_step(bool decode, int64_t tokens) {
-  if (!enabled_) return;
+void StepProfiler::enter_step() {
+  if (steps_mode_) entered_ = Clock::now();
+}
+
+void StepProfiler::begin_step(bool decode, int64_t tokens, cudaStream_t stream) {
+  if (!enabled_ && !steps_mode_) return;
   decode_ = decode;
   used_ = 0;
   Totals& t = decode ? decode_totals_ : prefill_totals_;
   ++t.steps;
   t.tokens += tokens;
+  if (!steps_mode_) return;
+  for (cudaEvent_t& e : step_events_) {
+    if (e == nullptr && cudaEventCreate(&e) != cudaSuccess) {
+      steps_mode_ = false;  // no events: profiling stops, the step itself is unaffected
+      return;
+    }
+  }
+  queued_ = Clock::now();
+  (void)cudaEventRecord(step_events_[0], stream);
+}
+
+void StepProfiler::queued_step(cudaStream_t stream) {
+  if (steps_mode_) (void)cudaEventRecord(step_events_[1], stream);
 }
 
 void StepProfiler::start(ProfOp op, cudaStream_t stream) {
@@ -64,8 +84,23 @@ void StepProfiler::stop(cudaStream_t stream) {
 }
 
 Status StepProfiler::end_step() {
-  if (!enabled_) return {};
   Totals& t = decode_ ? decode_totals_ : prefill_totals_;
+  if (steps_mode_) {
+    const auto now = Clock::now();
+    const auto ms = [](Clock::duration d) {
+      return std::chrono::duration<double, std::milli>(d).count();
+    };
+    if (returned_once_) t.between_ms += ms(entered_ - returned_);
+    t.prepare_ms += ms(queued_ - entered_);
+    t.forward_ms += ms(now - entered_);
+    returned_ = now;
+    returned_once_ = true;
+    float device = 0.0f;
+    NOVASERVE_GPU_RETURN_IF_ERROR(cudaEventElapsedTime(&device, step_events_[0], step_events_[1]));
+    t.device_ms += device;
+    return {};
+  }
+  if (!enabled_) return {};
   for (size_t i = 0; i < used_; ++i) {
     float ms = 0.0f;
     NOVASERVE_GPU_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]));
@@ -74,7 +109,27 @@ Status StepProfiler::end_step() {
   return {};
 }
 
+void StepProfiler::print_steps() const {
+  for (const auto* t : {&decode_totals_, &prefill_totals_}) {
+    if (t->steps == 0) continue;
+    const auto n = static_cast<double>(t->steps);
+    const double wall = (t->between_ms + t->forward_ms) / n;
+    std::fprintf(stderr,
+                 "novaserve gpu profile: %s steps: %lld steps, %lld tokens; per step %.3f ms of "
+                 "wall time: %.3f ms on the device (%.1f%%), %.3f ms in the caller between steps, "
+                 "%.3f ms preparing the step in the runner, %.3f ms from queuing to return\n",
+                 t == &decode_totals_ ? "decode" : "prefill/mixed",
+                 static_cast<long long>(t->steps), static_cast<long long>(t->tokens), wall,
+                 t->device_ms / n, wall > 0 ? 100.0 * t->device_ms / n / wall : 0.0,
+                 t->between_ms / n, t->prepare_ms / n, (t->forward_ms - t->prepare_ms) / n);
+  }
+}
+
 void StepProfiler::print() const {
+  if (steps_mode_) {
+    print_steps();
+    return;
+  }
   for (const auto* t : {&decode_totals_, &prefill_totals_}) {
     if (t->steps == 0) continue;
     double total = 0.0;
