@@ -25,6 +25,7 @@ def main():
             ("prefill pp2048, warm (tok/s)", "b1", 2048, "prefill_tok_s", -1),
             ("prefill pp2048, first in the process (tok/s)", "b1", 2048, "prefill_tok_s", 0),
             ("decode b32, generation phase (tok/s)", "b32", 1024, "decode_phase_tok_s", 0),
+            ("decode b32, full batch (tok/s)", "b32", 1024, "full_batch_tok_s", 0),
             ("decode b32, whole run (tok/s)", "b32", 1024, "decode_tok_s", 0)]
     print("| figure | old runs | new runs | old median | new median | new/old |")
     print("| --- | --- | --- | --- | --- | --- |")

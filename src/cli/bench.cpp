@@ -133,10 +133,10 @@ int run(const BenchFlags& f, const CLI::App& cmd) {
   auto results = run_bench(gguf, **tok, o, points, [](const BenchResult& r) {
     std::fprintf(stderr,
                  "  batch %d prompt %d%s: prefill %.1f tok/s, TTFT max %.1f ms, decode %.1f tok/s "
-                 "(%.1f per sequence; decode phase %.1f), ITL %.2f ms\n",
+                 "(%.1f per sequence; decode phase %.1f, full batch %.1f), ITL %.2f ms\n",
                  r.point.batch, r.point.prompt, r.point.grammar ? " (json-schema)" : "",
                  r.prefill_tok_s, 1e3 * r.ttft_max_s, r.decode_tok_s, r.decode_tok_s_per_seq,
-                 r.decode_phase_tok_s, 1e3 * r.itl_mean_s);
+                 r.decode_phase_tok_s, r.full_batch_tok_s, 1e3 * r.itl_mean_s);
   });
   // A rank lost or a device error while running: exit 1 (cli_run_error).
   if (!results.ok()) return cli_run_error("bench", f.model, results.error());

@@ -13,6 +13,8 @@ if "$BIN" bench --model "$MODEL" --batch 1,2 --prompt 8 --gen 4 --threads 2 \
   grep -q '"results"' "$TMP/b.json" || fail "JSON has no results"
   head -1 "$TMP/b.csv" | grep -q ',decode_phase_tok_s,' || fail "CSV has no decode_phase_tok_s"
   grep -q '"decode_phase_tok_s"' "$TMP/b.json" || fail "JSON has no decode_phase_tok_s"
+  head -1 "$TMP/b.csv" | grep -q ',full_batch_tok_s,' || fail "CSV has no full_batch_tok_s"
+  grep -q '"full_batch_tok_s"' "$TMP/b.json" || fail "JSON has no full_batch_tok_s"
   grep -q '"activations": "q8"' "$TMP/b.json" || fail "JSON should name the default q8 mode"
   grep -q '^<svg' "$TMP/b.svg" || fail "SVG missing"
 else

@@ -1,7 +1,7 @@
-// Tests of the Hopper W4A16 GEMM (gpu::gemm_q4_0_wgmma, gemm_q4_0_wgmma_gpu.cu) against the CPU
-// matmul at every row-tile size (8 to 128 rows, and several tiles), plus its determinism, row
-// independence and batch invariance, graph replay, argument checks, and a timing report on
-// Llama-3-8B shapes against cuBLAS on fp16 weights and the mma.sync kernel (printed, not
+// Tests of the Hopper W4A16 GEMM (gpu::gemm_q4_0_wgmma, gemm_q4_0_wgmma_gpu.cu; Q4_0 and Q4_K)
+// against the CPU matmul at every row-tile size (8 to 128 rows, and several tiles), plus its
+// determinism, row independence and batch invariance, graph replay, argument checks, and a timing
+// report on Llama-3-8B shapes against cuBLAS on fp16 weights and the mma.sync kernel (printed, not
 // asserted). The references and the timing loop: q4_0_gemm_harness.h.
 #include <gtest/gtest.h>
 
@@ -67,20 +67,19 @@ class GemmQ4_0WgmmaTest : public test::GpuTest {
     sync();
     return d_y.download();
   }
+
+  // Every row count of kRowCounts against both CPU references, batch invariance, determinism and
+  // row independence, for `type` matrices of each shape.
+  void matches_cpu(GgmlType type, std::span<const std::pair<int64_t, int64_t>> shapes);
 };
 
-TEST_F(GemmQ4_0WgmmaTest, MatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
-  SCOPED_TRACE(seed_note());
+void GemmQ4_0WgmmaTest::matches_cpu(GgmlType type,
+                                    std::span<const std::pair<int64_t, int64_t>> shapes) {
   ThreadPool pool(0);
-  // (n_in, n_out): one-stage and odd-sized matrices, K/V, Q/O and FFN-down shapes (split-K
-  // clusters), an FFN-up shape and a many-tile one.
-  const std::pair<int64_t, int64_t> shapes[] = {{128, 1},      {256, 37},     {384, 577},
-                                                {1536, 300},   {4096, 1024},  {4096, 4096},
-                                                {14336, 4096}, {4096, 14336}, {512, 40000}};
   for (auto [n_in, n_out] : shapes) {
     SCOPED_TRACE(::testing::Message() << "[" << n_in << " -> " << n_out << "]");
-    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, kMaxRows, rng_, pool, stream_);
-    const WeightMatrix wm{c.split->get(), GgmlType::kQ4_0, n_in, n_out};
+    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, kMaxRows, rng_, pool, stream_, type);
+    const WeightMatrix wm{c.split->get(), type, n_in, n_out};
     const auto plan = gemm_q4_0_wgmma_plan(wm, kMaxRows);
     ASSERT_TRUE(plan.ok()) << plan.error().message;
 
@@ -113,10 +112,85 @@ TEST_F(GemmQ4_0WgmmaTest, MatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
                                static_cast<size_t>(n_out) * sizeof(float)))
           << "row " << r << " changed when the other rows changed";
     }
-    std::printf("gemm_q4_0_wgmma [%lld -> %lld] %s: NMSE vs f32 %.2e, vs fp16-rounded %.2e\n",
-                static_cast<long long>(n_in), static_cast<long long>(n_out),
-                plan_text(plan.value()).c_str(), worst32, worst16);
+    std::printf("gemm_q4_0_wgmma %s [%lld -> %lld] %s: NMSE vs f32 %.2e, vs fp16-rounded %.2e\n",
+                ggml_type_traits(type).name.data(), static_cast<long long>(n_in),
+                static_cast<long long>(n_out), plan_text(plan.value()).c_str(), worst32, worst16);
   }
+}
+
+TEST_F(GemmQ4_0WgmmaTest, MatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
+  SCOPED_TRACE(seed_note());
+  // (n_in, n_out): one-stage and odd-sized matrices, K/V, Q/O and FFN-down shapes (split-K
+  // clusters), an FFN-up shape and a many-tile one.
+  const std::pair<int64_t, int64_t> shapes[] = {{128, 1},      {256, 37},     {384, 577},
+                                                {1536, 300},   {4096, 1024},  {4096, 4096},
+                                                {14336, 4096}, {4096, 14336}, {512, 40000}};
+  matches_cpu(GgmlType::kQ4_0, shapes);
+}
+
+// Q4_K in ggml's layout: a stage is half a super-block, so a split that starts at an odd stage
+// (the 14336-input shape's second of 3 k-splits on an H100 or H200 starts at stage 37) reads the
+// second half's scales first.
+TEST_F(GemmQ4_0WgmmaTest, Q4KMatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
+  SCOPED_TRACE(seed_note());
+  const std::pair<int64_t, int64_t> shapes[] = {{256, 37},     {1536, 300},   {4096, 1024},
+                                                {14336, 4096}, {4096, 14336}, {512, 40000}};
+  matches_cpu(GgmlType::kQ4_K, shapes);
+}
+
+// q/k/v-like Q4_K matrices in one launch: each matches its own launch within f32 rounding and
+// the CPU, the bits do not change with the row count; Q4_0 and Q4_K in one launch are refused.
+TEST_F(GemmQ4_0WgmmaTest, Q4KMultiMatchesOneLaunchPerMatrix) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(0);
+  const int64_t n_in = 4096, rows = 300;
+  const int64_t n_outs[] = {2048, 1000, 512};
+  std::vector<Q4GemmCase> cases;
+  std::vector<WeightMatrix> ws;
+  for (int64_t n_out : n_outs) {  // only the first case's activations and references are used
+    cases.push_back(test::make_q4_gemm_case(n_in, n_out, cases.empty() ? rows : 1, rng_, pool,
+                                            stream_, GgmlType::kQ4_K));
+  }
+  for (const Q4GemmCase& c : cases) {
+    ws.push_back(WeightMatrix{c.split->get(), GgmlType::kQ4_K, n_in, c.n_out});
+  }
+  // The three cases drew different activations: every matrix multiplies the first case's.
+  const std::vector<float>& x = cases[0].x;
+  DeviceBuffer<float> d_x(x);
+  const auto multi = [&](int64_t n_rows) {
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> bufs;
+    std::vector<float*> yp;
+    for (const WeightMatrix& w : ws) {
+      bufs.push_back(std::make_unique<DeviceBuffer<float>>(static_cast<size_t>(n_rows * w.n_out)));
+      yp.push_back(bufs.back()->get());
+    }
+    DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(n_rows, n_in) / 2);
+    const Status st = gemm_q4_0_wgmma_multi(ws, d_x.get(), n_rows, yp, scratch.get(), stream_);
+    EXPECT_TRUE(st.ok()) << st.error().message;
+    sync();
+    std::vector<std::vector<float>> out;
+    for (auto& b : bufs) out.push_back(b->download());
+    return out;
+  };
+  const auto plan = gemm_q4_0_wgmma_plan(ws, rows);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  std::printf("gemm_q4_0_wgmma_multi Q4_K, 3 matrices, %lld rows: %s\n",
+              static_cast<long long>(rows), plan_text(plan.value()).c_str());
+  const auto all = multi(rows);
+  for (int64_t n_rows : {9, 32, 300}) {
+    SCOPED_TRACE(::testing::Message() << "rows " << n_rows);
+    const auto got = n_rows == rows ? all : multi(n_rows);
+    EXPECT_LT(nmse(got[0], first_rows(cases[0].ref32, n_rows, n_outs[0])), test::kQ4GemmF32RefNmse);
+    EXPECT_LT(nmse(got[0], first_rows(cases[0].ref16, n_rows, n_outs[0])), test::kQ4GemmF16RefNmse);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      EXPECT_LT(nmse(got[i], run(ws[i], first_rows(x, n_rows, n_in), n_rows)), 1e-10)
+          << "matrix " << i;
+      EXPECT_TRUE(same_bits(got[i], first_rows(all[i], n_rows, ws[i].n_out)))
+          << "a row's result changed with the number of rows in the call, matrix " << i;
+    }
+  }
+  const WeightMatrix mixed[] = {ws[0], {ws[1].data, GgmlType::kQ4_0, n_in, 1000}};
+  EXPECT_EQ(gemm_q4_0_wgmma_plan(mixed, 9).error().code, ErrorCode::kInvalidInput);
 }
 
 // Prefill-sized calls walk the k-splits in turn in one block (plan.serial_splits) instead of a
@@ -126,14 +200,17 @@ TEST_F(GemmQ4_0WgmmaTest, SplitsInTurnEqualClusterSplitsBitForBit) {
   ThreadPool pool(0);
   struct Case {
     int64_t n_in, n_out, rows;
+    GgmlType type;
   };
   // Q/O and down (3 splits) at 5 tiles of 128 rows, the last partial; K/V (8 output tiles, 8
-  // splits) at 16 tiles, which its plan needs before the 8 splits go in turn.
-  for (const auto [n_in, n_out, n_rows] :
-       {Case{4096, 4096, 520}, {14336, 4096, 520}, Case{4096, 1024, 2000}}) {
-    SCOPED_TRACE(::testing::Message() << "[" << n_in << " -> " << n_out << "]");
-    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, n_rows, rng_, pool, stream_);
-    const WeightMatrix wm{c.split->get(), GgmlType::kQ4_0, n_in, n_out};
+  // splits) at 16 tiles, which its plan needs before the 8 splits go in turn; down in Q4_K.
+  for (const auto [n_in, n_out, n_rows, type] :
+       {Case{4096, 4096, 520, GgmlType::kQ4_0}, Case{14336, 4096, 520, GgmlType::kQ4_0},
+        Case{4096, 1024, 2000, GgmlType::kQ4_0}, Case{14336, 4096, 520, GgmlType::kQ4_K}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << ggml_type_traits(type).name << " [" << n_in << " -> " << n_out << "]");
+    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, n_rows, rng_, pool, stream_, type);
+    const WeightMatrix wm{c.split->get(), type, n_in, n_out};
     const auto big = gemm_q4_0_wgmma_plan(wm, n_rows);
     const auto small = gemm_q4_0_wgmma_plan(wm, 100);
     ASSERT_TRUE(big.ok() && small.ok());
@@ -269,6 +346,51 @@ TEST_F(GemmQ4_0WgmmaTest, DequantBlasMatchesCpu) {
 }
 #endif
 
+#if defined(NOVASERVE_GPU_HAS_BLAS)
+// GpuMatmul with a Q4_K matrix on a device where the wgmma GEMM takes it: no fp16 copy, and run()
+// without one (9 and 300 rows), accumulate() and run_multi() match the CPU; with
+// NOVASERVE_GPU_WGMMA_MAX_ROWS=0 (the A/B switch back to fp16 copies) it needs a copy again.
+TEST_F(GemmQ4_0WgmmaTest, MatmulTakesQ4KWithoutCopy) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(0);
+  const int64_t n_in = 4096, n_out = 1000, rows = 300;
+  const Q4GemmCase c =
+      test::make_q4_gemm_case(n_in, n_out, rows, rng_, pool, stream_, GgmlType::kQ4_K);
+  const WeightMatrix wm{c.split->get(), GgmlType::kQ4_K, n_in, n_out};
+  auto mm = GpuMatmul::create(stream_);
+  ASSERT_TRUE(mm.ok()) << mm.error().message;
+  EXPECT_FALSE((*mm)->needs_f16_copy(wm));
+  DeviceBuffer<float> d_x(c.x), d_y(static_cast<size_t>(rows * n_out));
+  for (int64_t n : {int64_t{9}, rows}) {
+    SCOPED_TRACE(::testing::Message() << "rows " << n);
+    ASSERT_TRUE((*mm)->run(wm, nullptr, d_x.get(), n, d_y.get(), false).ok());
+    sync();
+    const auto y = first_rows(d_y.download(), n, n_out);
+    EXPECT_LT(nmse(y, first_rows(c.ref32, n, n_out)), test::kQ4GemmF32RefNmse);
+    EXPECT_LT(nmse(y, first_rows(c.ref16, n, n_out)), test::kQ4GemmF16RefNmse);
+  }
+  ASSERT_TRUE((*mm)->accumulates(wm, nullptr, rows, false));
+  ASSERT_TRUE((*mm)->accumulate(wm, nullptr, d_x.get(), rows, d_y.get()).ok());
+  sync();
+  std::vector<float> twice(c.ref16.size());
+  for (size_t i = 0; i < twice.size(); ++i) twice[i] = 2.0f * c.ref16[i];
+  EXPECT_LT(nmse(d_y.download(), twice), test::kQ4GemmF16RefNmse);
+  const WeightMatrix pair[] = {wm, wm};
+  ASSERT_TRUE((*mm)->takes_wgmma_multi(pair, rows));
+  DeviceBuffer<float> d_y2(static_cast<size_t>(rows * n_out));
+  float* const ys[] = {d_y.get(), d_y2.get()};
+  ASSERT_TRUE((*mm)->run_multi(pair, d_x.get(), rows, ys).ok());
+  sync();
+  EXPECT_LT(nmse(d_y.download(), c.ref16), test::kQ4GemmF16RefNmse);
+  EXPECT_LT(nmse(d_y2.download(), c.ref16), test::kQ4GemmF16RefNmse);
+  setenv("NOVASERVE_GPU_WGMMA_MAX_ROWS", "0", 1);
+  auto copies = GpuMatmul::create(stream_);
+  unsetenv("NOVASERVE_GPU_WGMMA_MAX_ROWS");
+  ASSERT_TRUE(copies.ok()) << copies.error().message;
+  EXPECT_TRUE((*copies)->needs_f16_copy(wm));
+}
+#endif
+
 TEST_F(GemmQ4_0WgmmaTest, GraphReplayEqualsEagerLaunch) {
   SCOPED_TRACE(seed_note());
   ThreadPool pool(0);
@@ -332,6 +454,9 @@ TEST_F(GemmQ4_0WgmmaTest, RejectsBadArguments) {
             ErrorCode::kUnsupported);
   EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_0, 96, 64}, d_x.get(), 9, scratch.get()),
             "ok");
+  // Q4_K needs whole super-blocks of 256 inputs.
+  EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_K, 128, 64}, d_x.get(), 9, scratch.get()),
+            "ok");
   EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_0, 128, 0}, d_x.get(), 9, scratch.get()),
             "ok");
   EXPECT_NE(
@@ -369,6 +494,7 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
   }
   for (int64_t m : row_counts) {
     double step_wg = 0.0, step_pairs = 0.0, step_mma = 0.0, step_blas = 0.0, step_deq = 0.0;
+    double step_q4k = 0.0;
     for (const Shape& s : shapes) {
       const int64_t q4_bytes = s.n_out * (s.n_in / 32) * 18;
       const int64_t n_copies = test::cold_copies_for(q4_bytes);
@@ -408,6 +534,19 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
                     static_cast<long long>(m), s.name, pair_us, pair_us / 2);
       }
       step_pairs += pair_us * s.per_step / 2;
+      {  // the same shape in Q4_K (ggml's layout; 0x3c bytes: finite scales, mins and values)
+        const int64_t q4k_bytes = s.n_out * (s.n_in / 256) * 144;
+        const int64_t k_copies = test::cold_copies_for(q4k_bytes);
+        DeviceBuffer<uint8_t> d_k(static_cast<size_t>(k_copies * q4k_bytes));
+        ASSERT_EQ(cudaMemset(d_k.get(), 0x3c, d_k.size()), cudaSuccess);
+        const double k_us = test::time_us(stream_, k_copies, [&](int64_t copy) {
+          const WeightMatrix wk{d_k.get() + copy * q4k_bytes, GgmlType::kQ4_K, s.n_in, s.n_out};
+          EXPECT_TRUE(gemm_q4_0_wgmma(wk, d_x.get(), m, d_y.get(), scratch.get(), stream_).ok());
+        });
+        step_q4k += k_us * s.per_step;
+        std::printf("wgmma  M=%-4lld %-7s Q4_K %9.2f us %7.1f GB/s\n", static_cast<long long>(m),
+                    s.name, k_us, static_cast<double>(q4k_bytes) / k_us * 1e-3);
+      }
       if (m <= kGemmQ4_0MmaMaxRows && gemm_q4_0_mma_supported(matrix(0), m)) {
         const double mma_us = test::time_us(stream_, n_copies, [&](int64_t copy) {
           EXPECT_TRUE(gemm_q4_0_mma(matrix(copy), d_x.get(), m, d_y.get(), stream_).ok());
@@ -449,10 +588,10 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
     }
     std::printf(
         "Llama-3-8B matmuls per step at M=%lld (no head): wgmma %.3f ms (k+v and gate+up as "
-        "pairs: %.3f ms), mma %.3f ms, cuBLAS f16 %.3f ms, dequant + cuBLAS %.3f ms (0: not "
-        "run)\n",
-        static_cast<long long>(m), step_wg * 1e-3, step_pairs * 1e-3, step_mma * 1e-3,
-        step_blas * 1e-3, step_deq * 1e-3);
+        "pairs: %.3f ms), wgmma Q4_K %.3f ms, mma %.3f ms, cuBLAS f16 %.3f ms, dequant + cuBLAS "
+        "%.3f ms (0: not run)\n",
+        static_cast<long long>(m), step_wg * 1e-3, step_pairs * 1e-3, step_q4k * 1e-3,
+        step_mma * 1e-3, step_blas * 1e-3, step_deq * 1e-3);
   }
 }
 

@@ -1,18 +1,24 @@
-// Shared pieces of the tensor-core Q4_0 GEMM tests (gemm_q4_0_mma_test.cu,
-// gemm_q4_0_wgmma_test.cu): a random Q4_0 matrix in the split layout with random activations and
-// two CPU references, row slicing, and the cold-weights timing loop.
+// Shared pieces of the tensor-core 4-bit GEMM tests (gemm_q4_0_mma_test.cu,
+// gemm_q4_0_wgmma_test.cu): a random Q4_0 matrix in the split layout (or a Q4_K matrix in ggml's
+// layout) with random activations and two CPU references, row slicing, and the cold-weights
+// timing loop.
 //
 // The references: the exact f32 CPU matmul (the GEMMs round activations and decoded weights to
 // fp16: NMSE ~1e-7, bound 1e-5 as for the fp16 BLAS path), and the same CPU matmul on
-// fp16-rounded activations and F16 weights decoded as dequantize_to_f16 does, which leaves only
-// the f32 summation order (NMSE ~1e-11 expected; bound 1e-8, while a weight or activation
-// rounding other than nearest-even on fp16 would show ~2e-8 and a wrong nibble order ~1).
+// fp16-rounded activations and F16 weights decoded as the GEMM decodes them (Q4_0: as
+// dequantize_to_f16 does; Q4_K: d * scale and -dmin * min rounded to fp16, then q * d + m,
+// rounded to f32 and then fp16 where the GEMM rounds once to fp16: the same value but at rare
+// ties, one fp16 ulp of one weight apart), which leaves only the f32 summation order (NMSE ~1e-11
+// expected; bound 1e-8, while a weight or activation rounding other than nearest-even on fp16 would
+// show ~2e-8 and a wrong nibble order ~1).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
@@ -21,6 +27,7 @@
 #include "backend/gpu/kernels/gpu_ops.h"
 #include "common/thread_pool.h"
 #include "gpu_test_util.h"
+#include "quant/blocks.h"
 #include "quant/dequantize.h"
 #include "quant/half.h"
 
@@ -29,36 +36,67 @@ namespace novaserve::gpu::test {
 inline constexpr double kQ4GemmF32RefNmse = 1e-5;
 inline constexpr double kQ4GemmF16RefNmse = 1e-8;
 
-/// A random Q4_0 matrix on the device in the split layout, `rows` rows of random activations, and
-/// the two CPU references for them.
+/// Q4_K weights decoded to fp16 as the wgmma GEMM decodes them (see the top of this file).
+inline std::vector<uint16_t> q4_k_to_f16_as_gemm(const std::vector<uint8_t>& w) {
+  std::vector<uint16_t> out;
+  out.reserve(w.size() / sizeof(BlockQ4K) * 256);
+  for (size_t off = 0; off + sizeof(BlockQ4K) <= w.size(); off += sizeof(BlockQ4K)) {
+    BlockQ4K b;
+    std::memcpy(&b, w.data() + off, sizeof(b));
+    const float d = fp16_to_f32(b.d), dmin = fp16_to_f32(b.dmin);
+    for (int j = 0; j < 8; ++j) {  // sub-block j: inputs 32j.., nibbles of bytes 32 (j / 2)..
+      int scale, min;
+      k_scale_min(b.scales, j, &scale, &min);
+      const float hd = fp16_to_f32(f32_to_fp16(d * static_cast<float>(scale)));
+      const float hm = fp16_to_f32(f32_to_fp16(-(dmin * static_cast<float>(min))));
+      for (int l = 0; l < 32; ++l) {
+        const int q = (b.qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xf;
+        out.push_back(f32_to_fp16(std::fma(static_cast<float>(q), hd, hm)));
+      }
+    }
+  }
+  return out;
+}
+
+/// A random Q4_0 matrix on the device in the split layout (`type` Q4_K: a Q4_K matrix in ggml's
+/// layout), `rows` rows of random activations, and the two CPU references for them.
 struct Q4GemmCase {
   int64_t n_in = 0, n_out = 0, rows = 0;
-  std::unique_ptr<DeviceBuffer<uint8_t>> split;
-  std::vector<float> x;      // [rows][n_in]
-  std::vector<float> ref32;  // exact f32 CPU matmul
-  std::vector<float> ref16;  // CPU matmul of fp16-rounded x and weights
+  std::unique_ptr<DeviceBuffer<uint8_t>> split;  // the device weights the GEMM reads
+  std::vector<float> x;                          // [rows][n_in]
+  std::vector<float> ref32;                      // exact f32 CPU matmul
+  std::vector<float> ref16;                      // CPU matmul of fp16-rounded x and weights
 };
 
 inline Q4GemmCase make_q4_gemm_case(int64_t n_in, int64_t n_out, int64_t rows, std::mt19937& rng,
-                                    ThreadPool& pool, cudaStream_t stream) {
+                                    ThreadPool& pool, cudaStream_t stream,
+                                    GgmlType type = GgmlType::kQ4_0) {
   Q4GemmCase c;
   c.n_in = n_in, c.n_out = n_out, c.rows = rows;
-  const auto w = random_quantized(GgmlType::kQ4_0, n_in, n_out, rng);
+  const auto w = random_quantized(type, n_in, n_out, rng);
   c.x = random_floats(static_cast<size_t>(rows * n_in), rng);
   c.ref32.resize(static_cast<size_t>(rows * n_out));
-  matmul(w.data(), GgmlType::kQ4_0, n_in, n_out, c.x.data(), rows, c.ref32.data(), pool,
-         ActQuant::kNone);
+  matmul(w.data(), type, n_in, n_out, c.x.data(), rows, c.ref32.data(), pool, ActQuant::kNone);
 
-  std::vector<float> decoded(static_cast<size_t>(n_in * n_out));
-  EXPECT_TRUE(dequantize_row(GgmlType::kQ4_0, w.data(), decoded.data(), n_in * n_out).ok());
-  std::vector<uint16_t> w16(decoded.size());
-  for (size_t i = 0; i < decoded.size(); ++i) w16[i] = f32_to_fp16(decoded[i]);
+  std::vector<uint16_t> w16;
+  if (type == GgmlType::kQ4_K) {
+    w16 = q4_k_to_f16_as_gemm(w);
+  } else {
+    std::vector<float> decoded(static_cast<size_t>(n_in * n_out));
+    EXPECT_TRUE(dequantize_row(type, w.data(), decoded.data(), n_in * n_out).ok());
+    w16.resize(decoded.size());
+    for (size_t i = 0; i < decoded.size(); ++i) w16[i] = f32_to_fp16(decoded[i]);
+  }
   std::vector<float> x16(c.x.size());
   for (size_t i = 0; i < x16.size(); ++i) x16[i] = fp16_to_f32(f32_to_fp16(c.x[i]));
   c.ref16.resize(c.ref32.size());
   matmul(w16.data(), GgmlType::kF16, n_in, n_out, x16.data(), rows, c.ref16.data(), pool,
          ActQuant::kNone);
 
+  if (type == GgmlType::kQ4_K) {
+    c.split = std::make_unique<DeviceBuffer<uint8_t>>(w);
+    return c;
+  }
   DeviceBuffer<uint8_t> d_w(w);
   c.split = std::make_unique<DeviceBuffer<uint8_t>>(w.size());
   EXPECT_TRUE(repack_q4_0_split(d_w.get(), n_in, n_out, c.split->get(), stream).ok());

@@ -164,7 +164,7 @@ Status GpuBackend::matmul_qkv(const WeightMatrix& wq, const WeightMatrix& wk,
   const bool all_q4_0 = std::all_of(std::begin(ws), std::end(ws), [](const WeightMatrix& m) {
     return m.type == GgmlType::kQ4_0;
   });
-  if (all_q4_0 && fused_ && matmul_.takes_wgmma_multi(ws, n)) {
+  if (fused_ && matmul_.takes_wgmma_multi(ws, n)) {
     // One wgmma launch for the three: k and v alone leave most multiprocessors idle.
     return timed(ProfOp::kMatmulQkv, [&] { return matmul_.run_multi(ws, x, n, ys); });
   }
@@ -200,7 +200,7 @@ Status GpuBackend::gate_up_swiglu(const WeightMatrix& w_gate, const WeightMatrix
     });
   }
   const WeightMatrix ws[] = {w_gate, w_up};
-  if (q4_0 && fused_ && matmul_.takes_wgmma_multi(ws, n)) {  // gate and up in one wgmma launch
+  if (fused_ && matmul_.takes_wgmma_multi(ws, n)) {  // gate and up in one wgmma launch
     NOVASERVE_RETURN_IF_ERROR(timed(ProfOp::kMatmulGateUp, [&] {
       float* const ys[] = {gate, up};
       return matmul_.run_multi(ws, x, n, ys);

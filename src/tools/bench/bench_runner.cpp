@@ -66,6 +66,18 @@ BenchResult summarize(const BenchPoint& p, Clock::time_point t0, const PointLog&
   if (phase_tokens > 0 && last_token > last_first) {
     r.decode_phase_tok_s = static_cast<double>(phase_tokens) / seconds(last_token - last_first);
   }
+  Clock::time_point first_last = last_token;  // the first sequence to finish
+  for (const auto& ts : log.times) {
+    if (!ts.empty()) first_last = std::min(first_last, ts.back());
+  }
+  int64_t full_tokens = 0;
+  for (const auto& ts : log.times) {
+    full_tokens += std::count_if(ts.begin(), ts.end(),
+                                 [&](auto t) { return t > last_first && t <= first_last; });
+  }
+  if (full_tokens > 0 && first_last > last_first) {
+    r.full_batch_tok_s = static_cast<double>(full_tokens) / seconds(first_last - last_first);
+  }
   r.wall_s = seconds(last_token - t0);
   r.prefill_tok_s = static_cast<double>(p.batch) * p.prompt / seconds(last_first - t0);
   if (!gaps.empty()) {

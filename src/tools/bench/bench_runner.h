@@ -36,11 +36,18 @@ struct BenchResult {
   double ttft_max_s = 0;     ///< the last sequence's TTFT (the whole batch prefilled)
   double decode_tok_s_per_seq = 0;  ///< mean over sequences of (gen - 1) / (last - first token)
   double decode_tok_s = 0;          ///< aggregate: the sum of the per-sequence decode rates
-  /// Aggregate rate of the generation phase alone, as llama-batched-bench's S_TG: tokens that
-  /// arrived after the last sequence's first token, over the time from that first token to the
-  /// last token (0 when none did). Unlike decode_tok_s it leaves out the steps in which the
-  /// batch's later prompts were still being prefilled, which early sequences wait through.
+  /// Aggregate rate of the generation phase alone: tokens that arrived after the last
+  /// sequence's first token, over the time from that first token to the last token (0 when none
+  /// did). Unlike decode_tok_s it leaves out the steps in which the batch's later prompts were
+  /// still being prefilled, which early sequences wait through. It keeps the tail in which the
+  /// sequences that started first have finished and fewer decode.
   double decode_phase_tok_s = 0;
+  /// Aggregate rate while the whole batch decodes: tokens that arrived after the last
+  /// sequence's first token and no later than the first sequence's last token, over that
+  /// window (0 when it is empty). This is what llama-batched-bench's S_TG measures (its
+  /// sequences prefill together and then all decode in lockstep); here chunked prefill starts
+  /// them at different times, so the window is shorter than the generation phase.
+  double full_batch_tok_s = 0;
   double itl_mean_s = 0;       ///< mean gap between consecutive tokens of a sequence
   double itl_p99_s = 0;        ///< 99th percentile of those gaps
   int64_t peak_rss_bytes = 0;  ///< the process's peak resident set (VmHWM) after the point

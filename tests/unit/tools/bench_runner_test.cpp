@@ -47,6 +47,10 @@ TEST(BenchRunnerTest, TinyGridMeasuresEveryPoint) {
   // same gen - 1 tokens over the same time.
   EXPECT_NEAR((*r)[0].decode_phase_tok_s, (*r)[0].decode_tok_s, 1e-9 * (*r)[0].decode_tok_s);
   EXPECT_GT((*r)[1].decode_phase_tok_s, 0);
+  // One sequence decodes alone from its first token to its last: the full-batch window is the
+  // same. With three, the window ends when the first finishes.
+  EXPECT_NEAR((*r)[0].full_batch_tok_s, (*r)[0].decode_tok_s, 1e-9 * (*r)[0].decode_tok_s);
+  EXPECT_GT((*r)[1].full_batch_tok_s, 0);
 
   auto bad = run_bench(gguf, **tok, o, {{0, 8, 4}}, {});
   EXPECT_FALSE(bad.ok());

@@ -59,10 +59,10 @@ Result<int64_t> env_rows(const char* name, const char* text, const char* expecte
 Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   std::unique_ptr<GpuMatmul> m(new GpuMatmul());
   m->stream_ = stream;
-  // Split Q4_0 matrices keep no fp16 copy where the wgmma GEMM takes them (a compute capability
-  // 9.0 device), which then runs at every row count. NOVASERVE_GPU_WGMMA_MAX_ROWS=N (a number;
-  // "all" is the default) keeps the copies and gives the wgmma GEMM up to N rows (0: the path
-  // before it), for A/B runs.
+  // Split Q4_0 and Q4_K matrices keep no fp16 copy where the wgmma GEMM takes them (a compute
+  // capability 9.0 device), which then runs at every row count. NOVASERVE_GPU_WGMMA_MAX_ROWS=N (a
+  // number; "all" is the default) keeps the copies and gives the wgmma GEMM up to N rows (0: the
+  // path before it), for A/B runs.
   if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_MAX_ROWS"); env != nullptr) {
     m->wgmma_all_ = std::strcmp(env, "all") == 0;
     if (!m->wgmma_all_) {
@@ -131,8 +131,11 @@ GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_
   const bool dequant_fits =
       has_blas() && static_cast<size_t>(w.n_in * w.n_out) * sizeof(__half) <= kDequantMaxBytes;
   if (split && n_rows >= dequant_min_rows_ && dequant_fits) return Path::kDequantBlas;
-  // Without fp16 copies (wgmma_all_) the wgmma GEMM at every row count it takes.
-  if (split && (wgmma_all_ || n_rows <= wgmma_max_rows_) && gemm_q4_0_wgmma_supported(w, n_rows)) {
+  // Without fp16 copies (wgmma_all_) the wgmma GEMM at every row count it takes: split Q4_0,
+  // and Q4_K in ggml's layout (which has no fp16 copy with the wgmma GEMM at all).
+  const bool wgmma_layout = split || w.type == GgmlType::kQ4_K;
+  if (wgmma_layout && (wgmma_all_ || n_rows <= wgmma_max_rows_) &&
+      gemm_q4_0_wgmma_supported(w, n_rows)) {
     return Path::kWgmma;
   }
   if (split && use_q4_0_mma(w, n_rows)) return Path::kMma;
@@ -143,9 +146,8 @@ GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_
 
 bool GpuMatmul::needs_f16_copy(const WeightMatrix& w) const {
   if (!has_blas() || w.type == GgmlType::kF16) return false;
-  const bool wgmma_everywhere =
-      wgmma_all_ && w.type == GgmlType::kQ4_0 && gemm_q4_0_wgmma_takes_shape(w.n_in, w.n_out);
-  return !wgmma_everywhere;
+  const bool wgmma_type = w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ4_K;
+  return !(wgmma_all_ && wgmma_type && gemm_q4_0_wgmma_takes_shape(w.type, w.n_in, w.n_out));
 }
 
 bool GpuMatmul::takes_gemv(int64_t n_rows) const {
@@ -225,7 +227,8 @@ Status GpuMatmul::run(const WeightMatrix& w, const __half* w16, const float* x, 
 
 bool GpuMatmul::takes_wgmma_multi(std::span<const WeightMatrix> ws, int64_t n_rows) const {
   const bool each = std::all_of(ws.begin(), ws.end(), [&](const WeightMatrix& w) {
-    return w.type == GgmlType::kQ4_0 && path(w, nullptr, n_rows, true) == Path::kWgmma;
+    return w.type == ws[0].type &&
+           path(w, nullptr, n_rows, w.type == GgmlType::kQ4_0) == Path::kWgmma;
   });
   return each && gemm_q4_0_wgmma_plan(ws, n_rows, wgmma_options_).ok();
 }

@@ -1,4 +1,5 @@
-// W4A16 GEMM over Q4_0 weights on Hopper's warpgroup MMA (gemm_q4_0_wgmma.h).
+// W4A16 GEMM over Q4_0 (split layout) and Q4_K (ggml's layout) weights on Hopper's warpgroup MMA
+// (gemm_q4_0_wgmma.h).
 //
 // Roles in wgmma.mma_async.m64nNk16.f32.f16.f16 (A from registers): the weights are A (64
 // outputs x 16 inputs per warpgroup, decoded from the nibbles in registers by each warp for its
@@ -7,9 +8,10 @@
 // per thread block serves all N rows of the tile, so the tensor cores, not the decode, set the
 // pace once N is large, and at small N the weight stream from HBM does.
 //
-// The k order: a quad lane t decodes Q4_0 block t of a 4-block stage, and the 16 k slots of one
-// step follow the nibbles (q4_0_fragment.h, block_value), so the activations are repacked once
-// per call into that order (pack_kernel): within each stage of 128 inputs, step s = 2q + hi holds
+// The k order: a quad lane t decodes 16-byte group t of a stage's nibbles (Q4_0: block t of the
+// stage's 4; Q4_K: see group_input below), and the 16 k slots of one step follow the nibbles
+// (q4_0_fragment.h, block_value), so the activations are repacked once per call into that order
+// (pack_kernel): within each stage of 128 inputs, step s = 2q + hi holds
 // 16 fp16 values, slot 2t + e = value block_value(q, hi, 0, e) of block t and slot 8 + 2t + e =
 // value block_value(q, hi, 1, e). Then wgmma's B for step s is 32 contiguous bytes of each row,
 // and a stage of a row is 256 bytes: two 128-byte swizzle atoms of 4 steps each.
@@ -65,7 +67,7 @@ bool gemm_q4_0_wgmma_supported(const WeightMatrix& w, int64_t n_rows) {
   return false;
 }
 
-bool gemm_q4_0_wgmma_takes_shape(int64_t n_in, int64_t n_out) {
+bool gemm_q4_0_wgmma_takes_shape(GgmlType type, int64_t n_in, int64_t n_out) {
   return false;
 }
 
@@ -97,8 +99,7 @@ constexpr int kStageK = kBlocksPerStage * kBlockValues;
 static_assert(kStageK == kGemmQ4_0WgmmaInMultiple);
 constexpr int kSteps = kStageK / 16;  // k16 steps per stage
 constexpr int kWNibBytes = kOuts * kBlocksPerStage * kNibbleBytes;
-constexpr int kWBytes = kWNibBytes + kOuts * kBlocksPerStage * 2;  // nibbles, then scales
-constexpr int kMaxSplits = 8;                                      // the portable cluster size
+constexpr int kMaxSplits = 8;  // the portable cluster size
 constexpr int kMinStagesPerSplit = 2;
 constexpr int kRingBudget = 210 * 1024;  // shared memory for the rings (227 KB per SM at most)
 constexpr int kMaxStages = 8;
@@ -115,11 +116,38 @@ struct Matrices {
 };
 static_assert(kGemmQ4_0WgmmaMaxMatrices == 3, "the kernel selects among three matrices");
 
+// The weight formats the kernel reads. Per stage of 128 inputs and output row both have 64
+// bytes of nibbles, four 16-byte groups (quad lane t decodes group t), and scales:
+// - Q4_0 in the split layout (q4_0_split.h): group t is block t; 8 bytes of scales (the four
+//   blocks' fp16 d), value d * (q - 8).
+// - Q4_K in ggml's layout (q4_0_fragment.h): group t is bytes 16t.. of the stage's 64 bytes of
+//   nibbles (the stage is half a super-block); 16 bytes of scales, the super-block's header (the
+//   same for both halves), value q * d_j + m_j for sub-block j.
+enum class W4 { kQ4_0, kQ4_K };
+
+template <W4 F>
+__host__ __device__ constexpr int scale_bytes() {
+  return F == W4::kQ4_0 ? kBlocksPerStage * 2 : kQ4KHeaderBytes;
+}
+
+// Input (from the stage's first) of value v (0..31, block_value's numbering) of group t.
+template <W4 F>
+__host__ __device__ constexpr int group_input(int t, int v) {
+  if constexpr (F == W4::kQ4_0) {
+    return t * kBlockValues + v;
+  } else {  // low nibbles: inputs 64 (t / 2) + 16 (t % 2) + v; high ones 32 further
+    return 64 * (t / 2) + 16 * (t % 2) + v + (v >= 16 ? 16 : 0);
+  }
+}
+static_assert(group_input<W4::kQ4_K>(3, 17) == 64 + 16 + 32 + 1);
+
 // Shared-memory layout of one tile size (kN rows) with kOcc blocks per multiprocessor (each
-// block a ring of 1/kOcc of the budget). A stage: the activations' two swizzle atoms ([kN
-// rows][128 bytes] each), then the weights; every stage starts 1024-byte aligned.
-template <int kN, int kOcc = 1>
+// block a ring of 1/kOcc of the budget) for weights with kScaleBytes of scales per row and stage.
+// A stage: the activations' two swizzle atoms ([kN rows][128 bytes] each), then the weights'
+// nibbles and scales; every stage starts 1024-byte aligned.
+template <int kN, int kOcc, int kScaleBytes>
 struct Tile {
+  static constexpr int kWBytes = kWNibBytes + kOuts * kScaleBytes;  // nibbles, then scales
   static constexpr int kAtomBytes = kN * 128;
   static constexpr int kXBytes = 2 * kAtomBytes;
   static constexpr int kStageBytes = kXBytes + kWBytes;
@@ -134,7 +162,8 @@ struct Tile {
 // ---- Activations: f32 rows -> fp16 in the fragments' k order --------------------------------
 
 // One thread per (row, stage, step): reads the 4 consecutive values of the step from each of the
-// stage's 4 blocks (one float4 each) and writes the step's 16 slots (two 16-byte stores).
+// stage's 4 groups (one float4 each) and writes the step's 16 slots (two 16-byte stores).
+template <W4 F>
 __global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows, int64_t n_in,
                             __half* out) {
   pdl_wait();  // x comes from the kernel before; the GEMM before may still read `out`
@@ -153,8 +182,8 @@ __global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows,
     for (int t = 0; t < kBlocksPerStage; ++t) {
       float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       if (row < n_rows) {
-        v = *reinterpret_cast<const float4*>(x + row * n_in + stage * kStageK + t * kBlockValues +
-                                             block_value(q, hi, 0, 0));
+        v = *reinterpret_cast<const float4*>(x + row * n_in + stage * kStageK +
+                                             group_input<F>(t, block_value(q, hi, 0, 0)));
       }
       pair0[t] = as_u32(__floats2half2_rn(v.x, v.z));  // values +0, +2
       pair1[t] = as_u32(__floats2half2_rn(v.y, v.w));  // values +1, +3
@@ -171,12 +200,13 @@ __global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows,
 // outputs), over n_in split k_splits ways: split blockIdx.y of a cluster along y, or with kSerial
 // every split in turn in this block (gridDim.y 1), each summed from zero and the partials added in
 // split order as the cluster adds them, so both give the same bits.
-template <int kN, bool kSerial, int kOcc>
+template <W4 F, int kN, bool kSerial, int kOcc>
 __global__ void __launch_bounds__(kThreads, kOcc)
     gemm_q4_0_wgmma_kernel(Matrices mats, int64_t n_in, const __half* xp, int n_rows,
                            bool accumulate, int k_splits) {
 #if defined(NOVASERVE_GPU_HAS_WGMMA)
-  using T = Tile<kN, kOcc>;
+  constexpr int kScaleBytes = scale_bytes<F>();
+  using T = Tile<kN, kOcc, kScaleBytes>;
   // k16 steps per wgmma group: the warps decode a group's steps into one A register set, then
   // issue them with one commit and one wait (two groups per stage). On an H100
   // (GemmQ4_0WgmmaTest.TimingOnLlama3_8BShapes, 2026-12-07) 4 timed within 2% of 2 up to 64 rows
@@ -217,21 +247,31 @@ __global__ void __launch_bounds__(kThreads, kOcc)
       static_cast<int>(kSerial ? n_k : (blockIdx.y + 1) * n_k / k_splits - st0);  // >= 1
 
   // Weight copies: thread tid copies the same rows in every stage (4 threads a row's 64 nibble
-  // bytes, one thread a row's 4 scales). Rows past n_out copy row n_out - 1 (not stored).
+  // bytes, one thread a row's scales). Rows past n_out copy row n_out - 1 (not stored).
+  // Q4_0: pointers at this split's first stage, advanced by a constant per stage. Q4_K: pointers
+  // into the row's first super-block; stage sg (from the matrix's first) is in super-block sg / 2,
+  // its nibbles at 64 (sg % 2) after the header.
   constexpr int kNibCopies = kOuts * kBlocksPerStage / kThreads;
   static_assert(kNibCopies * kThreads == kOuts * kBlocksPerStage);
   const auto clamp_out = [&](int row) { return o0 + row < n_out ? o0 + row : n_out - 1; };
+  const int64_t q4k_row_bytes = n_in / kQ4KValues * kQ4KBytes;
   const uint8_t* nib_src[kNibCopies];
   int nib_dst[kNibCopies];
 #pragma unroll
   for (int it = 0; it < kNibCopies; ++it) {
     const int c = tid + it * kThreads;
     const int row = c / kBlocksPerStage, b = c % kBlocksPerStage;
-    nib_src[it] = block_nibbles(w, n_blocks, clamp_out(row), st0 * kBlocksPerStage + b);
+    if constexpr (F == W4::kQ4_0) {
+      nib_src[it] = block_nibbles(w, n_blocks, clamp_out(row), st0 * kBlocksPerStage + b);
+    } else {
+      nib_src[it] = w + clamp_out(row) * q4k_row_bytes + kQ4KHeaderBytes + b * kNibbleBytes;
+    }
     nib_dst[it] = T::kXBytes + (row * kBlocksPerStage + b) * kNibbleBytes;
   }
-  const uint8_t* scale_src = block_scale(w, n_out, n_blocks, clamp_out(tid), st0 * kBlocksPerStage);
-  const int scale_dst = T::kXBytes + kWNibBytes + tid * kBlocksPerStage * 2;
+  const uint8_t* scale_src =
+      F == W4::kQ4_0 ? block_scale(w, n_out, n_blocks, clamp_out(tid), st0 * kBlocksPerStage)
+                     : w + clamp_out(tid) * q4k_row_bytes;
+  const int scale_dst = T::kXBytes + kWNibBytes + tid * kScaleBytes;
   // Activation copies: a stage is kN rows x 16 chunks of 16 bytes (8 per swizzle atom); chunk c
   // of row r of atom a lands at chunk c ^ (r % 8) of that row (the 128-byte swizzle).
   constexpr int kXChunks = kN * 16;
@@ -247,11 +287,22 @@ __global__ void __launch_bounds__(kThreads, kOcc)
   }
   const auto issue_w = [&](int s, int slot) {
     uint8_t* dst = smem + slot * T::kStageBytes;
+    if constexpr (F == W4::kQ4_0) {
 #pragma unroll
-    for (int it = 0; it < kNibCopies; ++it) {
-      cp_async_16(dst + nib_dst[it], nib_src[it] + s * kBlocksPerStage * kNibbleBytes);
+      for (int it = 0; it < kNibCopies; ++it) {
+        cp_async_16(dst + nib_dst[it], nib_src[it] + s * kBlocksPerStage * kNibbleBytes);
+      }
+      if (tid < kOuts) cp_async_8(dst + scale_dst, scale_src + s * kBlocksPerStage * 2);
+    } else {
+      const int64_t sg = st0 + s;
+      const int64_t super = (sg / 2) * kQ4KBytes;
+      const int64_t half = (sg % 2) * kBlocksPerStage * kNibbleBytes;
+#pragma unroll
+      for (int it = 0; it < kNibCopies; ++it) {
+        cp_async_16(dst + nib_dst[it], nib_src[it] + super + half);
+      }
+      if (tid < kOuts) cp_async_16(dst + scale_dst, scale_src + super);
     }
-    if (tid < kOuts) cp_async_8(dst + scale_dst, scale_src + s * kBlocksPerStage * 2);
   };
   const auto issue_x = [&](int s, int slot) {
     uint8_t* dst = smem + slot * T::kStageBytes;
@@ -331,16 +382,26 @@ __global__ void __launch_bounds__(kThreads, kOcc)
     const int slot = s % T::kStages;
     const uint8_t* ws = smem + slot * T::kStageBytes + T::kXBytes;
     uint32_t nib[2][4];
-    __half2 scale[2];
+    // Q4_0: scale[h][0] is the block's d. Q4_K: scale[h] = {d, m} of the low nibbles' sub-block,
+    // then {d, m} of the high nibbles' (group t of stage sg: sub-blocks 4 (sg % 2) + 2 (t / 2)
+    // and the next).
+    __half2 scale[2][F == W4::kQ4_0 ? 1 : 4];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row_in_block + 8 * h;
       const uint4 v =
           *reinterpret_cast<const uint4*>(ws + (row * kBlocksPerStage + t) * kNibbleBytes);
       nib[h][0] = v.x, nib[h][1] = v.y, nib[h][2] = v.z, nib[h][3] = v.w;
-      const __half d = __ushort_as_half(*reinterpret_cast<const unsigned short*>(
-          ws + kWNibBytes + (row * kBlocksPerStage + t) * 2));
-      scale[h] = __halves2half2(d, d);
+      if constexpr (F == W4::kQ4_0) {
+        const __half d = __ushort_as_half(*reinterpret_cast<const unsigned short*>(
+            ws + kWNibBytes + (row * kBlocksPerStage + t) * 2));
+        scale[h][0] = __halves2half2(d, d);
+      } else {
+        const uint4 header = *reinterpret_cast<const uint4*>(ws + kWNibBytes + row * kScaleBytes);
+        const int j = 4 * static_cast<int>((st0 + s) % 2) + 2 * (t / 2);
+        q4_k_sub_block(header, j, scale[h][0], scale[h][1]);
+        q4_k_sub_block(header, j + 1, scale[h][2], scale[h][3]);
+      }
     }
     // The activations' descriptor, advanced per k16 step by a constant (wgmma_desc_advance).
     const uint64_t xs_desc = wgmma_desc_k128b(smem_addr + slot * T::kStageBytes);
@@ -351,8 +412,15 @@ __global__ void __launch_bounds__(kThreads, kOcc)
       for (int j = 0; j < kQ; ++j) {
         const int q = gi * kQ + j;
         uint32_t lo[2][2], hi[2][2];  // [row g, g+8][pair]
-        dequant_word(nib[0][q], scale[0], lo[0], hi[0]);
-        dequant_word(nib[1][q], scale[1], lo[1], hi[1]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if constexpr (F == W4::kQ4_0) {
+            dequant_word(nib[h][q], scale[h][0], lo[h], hi[h]);
+          } else {
+            dequant_word_affine(nib[h][q], scale[h][0], scale[h][1], scale[h][2], scale[h][3],
+                                lo[h], hi[h]);
+          }
+        }
         ag[j][0][0] = lo[0][0], ag[j][0][1] = lo[1][0], ag[j][0][2] = lo[0][1];
         ag[j][0][3] = lo[1][1];
         ag[j][1][0] = hi[0][0], ag[j][1][1] = hi[1][0], ag[j][1][2] = hi[0][1];
@@ -422,11 +490,11 @@ __global__ void __launch_bounds__(kThreads, kOcc)
 #endif
 }
 
-template <int kN, bool kSerial, int kOcc>
+template <W4 F, int kN, bool kSerial, int kOcc>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
               int n_rows, bool accumulate, cudaStream_t stream) {
-  auto* kernel = gemm_q4_0_wgmma_kernel<kN, kSerial, kOcc>;
-  using T = Tile<kN, kOcc>;
+  auto* kernel = gemm_q4_0_wgmma_kernel<F, kN, kSerial, kOcc>;
+  using T = Tile<kN, kOcc, scale_bytes<F>()>;
   static PerDeviceOnce smem_limit;
   NOVASERVE_RETURN_IF_ERROR(gpu_status(
       smem_limit.call([&] { return set_max_dynamic_shared_bytes(kernel, T::kSmemBytes); }),
@@ -461,36 +529,60 @@ Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in,
       "gemm_q4_0_wgmma_kernel");
 }
 
-template <int kN, bool kSerial>
+// Two blocks per multiprocessor only for Q4_0 (the plan keeps Q4_K at one: fewer kernels to
+// compile for an A/B switch).
+template <W4 F, int kN, bool kSerial>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
               int n_rows, bool accumulate, cudaStream_t stream) {
-  if constexpr (kN < kMaxTileRows) {
+  if constexpr (kN < kMaxTileRows && F == W4::kQ4_0) {
     if (plan.blocks_per_sm == 2) {
-      return launch<kN, kSerial, 2>(plan, mats, n_in, xp, n_rows, accumulate, stream);
+      return launch<F, kN, kSerial, 2>(plan, mats, n_in, xp, n_rows, accumulate, stream);
     }
   }
-  return launch<kN, kSerial, 1>(plan, mats, n_in, xp, n_rows, accumulate, stream);
+  return launch<F, kN, kSerial, 1>(plan, mats, n_in, xp, n_rows, accumulate, stream);
 }
 
-template <int kN>
+template <W4 F, int kN>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
               int n_rows, bool accumulate, cudaStream_t stream) {
   if constexpr (kN == kMaxTileRows) {
     if (plan.serial_splits) {
-      return launch<kN, true>(plan, mats, n_in, xp, n_rows, accumulate, stream);
+      return launch<F, kN, true>(plan, mats, n_in, xp, n_rows, accumulate, stream);
     }
   }
-  return launch<kN, false>(plan, mats, n_in, xp, n_rows, accumulate, stream);
+  return launch<F, kN, false>(plan, mats, n_in, xp, n_rows, accumulate, stream);
 }
 
+template <W4 F>
 Status pack(const float* x, int64_t n_rows, int64_t padded, int64_t n_in, __half* out,
             cudaStream_t stream) {
   constexpr int kPackThreads = 256;
   const int64_t want = (padded * (n_in / 16) + kPackThreads - 1) / kPackThreads;
   const auto blocks = static_cast<unsigned>(std::min(want, int64_t{65535}));
-  return gpu_status(launch_maybe_pdl(pack_kernel, dim3(blocks), dim3(kPackThreads), stream, x,
+  return gpu_status(launch_maybe_pdl(pack_kernel<F>, dim3(blocks), dim3(kPackThreads), stream, x,
                                      n_rows, padded, n_in, out),
                     "gemm_q4_0_wgmma pack_kernel");
+}
+
+// The activation pack and the GEMM for format F.
+template <W4 F>
+Status pack_and_launch(const GemmQ4_0WgmmaPlan& p, const Matrices& mats, const float* x,
+                       int64_t n_rows, int64_t n_in, __half* scratch, bool accumulate,
+                       cudaStream_t stream) {
+  NOVASERVE_RETURN_IF_ERROR(pack<F>(x, n_rows, p.padded_rows, n_in, scratch, stream));
+  const int rows = static_cast<int>(n_rows);
+  switch (p.tile_rows) {
+    case 8:
+      return launch<F, 8>(p, mats, n_in, scratch, rows, accumulate, stream);
+    case 16:
+      return launch<F, 16>(p, mats, n_in, scratch, rows, accumulate, stream);
+    case 32:
+      return launch<F, 32>(p, mats, n_in, scratch, rows, accumulate, stream);
+    case 64:
+      return launch<F, 64>(p, mats, n_in, scratch, rows, accumulate, stream);
+    default:
+      return launch<F, 128>(p, mats, n_in, scratch, rows, accumulate, stream);
+  }
 }
 
 int64_t tile_rows_for(int64_t n_rows) {
@@ -501,15 +593,31 @@ int64_t tile_rows_for(int64_t n_rows) {
 }
 
 // The plan's ring depth and shared memory for tiles of kN rows (blocks_per_sm already set).
-template <int kN>
+template <int kN, int kScaleBytes>
 void tile_limits(GemmQ4_0WgmmaPlan& p) {
-  p.stages = Tile<kN>::kStages;
-  p.smem_bytes = Tile<kN>::kSmemBytes;
+  p.stages = Tile<kN, 1, kScaleBytes>::kStages;
+  p.smem_bytes = Tile<kN, 1, kScaleBytes>::kSmemBytes;
   if constexpr (kN < kMaxTileRows) {
     if (p.blocks_per_sm == 2) {
-      p.stages = Tile<kN, 2>::kStages;
-      p.smem_bytes = Tile<kN, 2>::kSmemBytes;
+      p.stages = Tile<kN, 2, kScaleBytes>::kStages;
+      p.smem_bytes = Tile<kN, 2, kScaleBytes>::kSmemBytes;
     }
+  }
+}
+
+template <int kScaleBytes>
+void tile_limits(GemmQ4_0WgmmaPlan& p) {
+  switch (p.tile_rows) {
+    case 8:
+      return tile_limits<8, kScaleBytes>(p);
+    case 16:
+      return tile_limits<16, kScaleBytes>(p);
+    case 32:
+      return tile_limits<32, kScaleBytes>(p);
+    case 64:
+      return tile_limits<64, kScaleBytes>(p);
+    default:
+      return tile_limits<128, kScaleBytes>(p);
   }
 }
 
@@ -527,17 +635,23 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
                                              " matrices, got " + std::to_string(ws.size()));
   }
   const int64_t n_in = ws[0].n_in;
+  const GgmlType type = ws[0].type;
   int64_t out_tiles = 0;
   for (const WeightMatrix& w : ws) {
-    if (w.type != GgmlType::kQ4_0) {
+    if (w.type != GgmlType::kQ4_0 && w.type != GgmlType::kQ4_K) {
       return Err(ErrorCode::kUnsupported,
-                 "gpu::gemm_q4_0_wgmma: weights must be Q4_0 (split layout)");
+                 "gpu::gemm_q4_0_wgmma: weights must be Q4_0 (split layout) or Q4_K");
     }
-    if (w.n_in <= 0 || w.n_in % kGemmQ4_0WgmmaInMultiple != 0 || w.n_out < 1) {
+    if (w.type != type) {
+      return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: the matrices' types differ");
+    }
+    const int64_t multiple =
+        type == GgmlType::kQ4_K ? int64_t{kQ4KValues} : kGemmQ4_0WgmmaInMultiple;
+    if (w.n_in <= 0 || w.n_in % multiple != 0 || w.n_out < 1) {
       return Err(ErrorCode::kInvalidInput,
-                 "gpu::gemm_q4_0_wgmma: needs n_in a positive multiple of 128 and n_out >= 1 "
-                 "(got " +
-                     std::to_string(w.n_in) + " x " + std::to_string(w.n_out) + ")");
+                 "gpu::gemm_q4_0_wgmma: needs n_in a positive multiple of " +
+                     std::to_string(multiple) + " and n_out >= 1 (got " + std::to_string(w.n_in) +
+                     " x " + std::to_string(w.n_out) + ")");
     }
     if (w.n_in != n_in) {
       return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: the matrices' n_in differ (" +
@@ -576,10 +690,12 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
     return Err(ErrorCode::kUnsupported,
                "gpu::gemm_q4_0_wgmma: needs compute capability 9.0 (sm_90a code)");
   }
-  // Tiles of 128 rows take the most shared memory (Tile<kMaxTileRows>).
-  if (Tile<kMaxTileRows>::kSmemBytes > limits->smem_optin) {
+  // Tiles of 128 rows take the most shared memory (Tile<kMaxTileRows>), Q4_K's more scales
+  // the most of the formats.
+  constexpr int kMostSmem = Tile<kMaxTileRows, 1, scale_bytes<W4::kQ4_K>()>::kSmemBytes;
+  if (kMostSmem > limits->smem_optin) {
     return Err(ErrorCode::kUnsupported,
-               "gpu::gemm_q4_0_wgmma: needs " + std::to_string(Tile<kMaxTileRows>::kSmemBytes) +
+               "gpu::gemm_q4_0_wgmma: needs " + std::to_string(kMostSmem) +
                    " bytes of shared memory per block, the device allows " +
                    std::to_string(limits->smem_optin));
   }
@@ -601,29 +717,18 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
   // Tiles of up to 64 rows may run two blocks per multiprocessor, each with half the ring
   // (options.blocks_per_sm; NOVASERVE_GPU_WGMMA_BLOCKS_PER_SM in GpuMatmul); tiles of 128 rows
   // need the whole ring and run one.
-  plan.blocks_per_sm = plan.tile_rows == kMaxTileRows ? 1
-                       : options.blocks_per_sm != 0   ? options.blocks_per_sm
-                                                      : kDefaultBlocksPerSm;
+  plan.blocks_per_sm = plan.tile_rows == kMaxTileRows || type == GgmlType::kQ4_K ? 1
+                       : options.blocks_per_sm != 0 ? options.blocks_per_sm
+                                                    : kDefaultBlocksPerSm;
   // With enough tiles of 128 rows to fill the multiprocessors without splitting (prefill), one
   // block walks every split in turn: the same sums in the same order (so the bits do not change
   // with the row count), without the short blocks and cluster reductions of split-K.
   plan.serial_splits = plan.k_splits > 1 && plan.tile_rows == kMaxTileRows &&
                        plan.row_tiles * plan.out_tiles >= block_budget;
-  switch (plan.tile_rows) {
-    case 8:
-      tile_limits<8>(plan);
-      break;
-    case 16:
-      tile_limits<16>(plan);
-      break;
-    case 32:
-      tile_limits<32>(plan);
-      break;
-    case 64:
-      tile_limits<64>(plan);
-      break;
-    default:
-      tile_limits<128>(plan);
+  if (type == GgmlType::kQ4_K) {
+    tile_limits<scale_bytes<W4::kQ4_K>()>(plan);
+  } else {
+    tile_limits<scale_bytes<W4::kQ4_0>()>(plan);
   }
   return plan;
 }
@@ -636,9 +741,9 @@ bool gemm_q4_0_wgmma_supported(const WeightMatrix& w, int64_t n_rows) {
   return gemm_q4_0_wgmma_plan(w, n_rows).ok();
 }
 
-bool gemm_q4_0_wgmma_takes_shape(int64_t n_in, int64_t n_out) {
+bool gemm_q4_0_wgmma_takes_shape(GgmlType type, int64_t n_in, int64_t n_out) {
   alignas(16) static const uint8_t kAligned[16] = {};  // a stand-in pointer for the plan
-  const WeightMatrix probe{kAligned, GgmlType::kQ4_0, n_in, n_out};
+  const WeightMatrix probe{kAligned, type, n_in, n_out};
   // The plan depends on n_rows only through the tile size, whose shared memory is largest at
   // the largest tile: if that fits, every row count does.
   return gemm_q4_0_wgmma_plan(probe, kMaxTileRows).ok();
@@ -684,22 +789,12 @@ Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, i
       mats.tile_end[i] = std::numeric_limits<int>::max();
     }
   }
-  const GemmQ4_0WgmmaPlan& p = plan.value();
-  const int64_t n_in = ws[0].n_in;
-  NOVASERVE_RETURN_IF_ERROR(pack(x, n_rows, p.padded_rows, n_in, scratch, stream));
-  const int rows = static_cast<int>(n_rows);
-  switch (p.tile_rows) {
-    case 8:
-      return launch<8>(p, mats, n_in, scratch, rows, accumulate, stream);
-    case 16:
-      return launch<16>(p, mats, n_in, scratch, rows, accumulate, stream);
-    case 32:
-      return launch<32>(p, mats, n_in, scratch, rows, accumulate, stream);
-    case 64:
-      return launch<64>(p, mats, n_in, scratch, rows, accumulate, stream);
-    default:
-      return launch<128>(p, mats, n_in, scratch, rows, accumulate, stream);
+  if (ws[0].type == GgmlType::kQ4_K) {
+    return pack_and_launch<W4::kQ4_K>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
+                                      accumulate, stream);
   }
+  return pack_and_launch<W4::kQ4_0>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch, accumulate,
+                                    stream);
 }
 
 Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,

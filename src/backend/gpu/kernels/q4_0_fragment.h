@@ -1,7 +1,8 @@
 // Device helpers shared by the tensor-core GEMMs over Q4_0 weights in the split layout
-// (gemm_q4_0_mma_gpu.cu: mma.sync, sm_80+; gemm_q4_0_wgmma_gpu.cu: wgmma, sm_90a): where a block
-// lives, the k order inside a block that lets one 32-bit word of nibbles become A-fragment
-// registers with a few instructions, that decode, and the weight-streaming cp.async copies.
+// (gemm_q4_0_mma_gpu.cu: mma.sync, sm_80+; gemm_q4_0_wgmma_gpu.cu: wgmma, sm_90a), and the
+// wgmma GEMM's Q4_K weights in ggml's layout: where a block lives, the k order inside a block
+// that lets one 32-bit word of nibbles become A-fragment registers with a few instructions, that
+// decode, and the weight-streaming cp.async copies.
 // Source of the fragment layout: PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point
 // type" (wgmma's A-from-registers fragment is the same per warp). CUDA only.
 #pragma once
@@ -83,6 +84,64 @@ __device__ __forceinline__ void dequant_word(uint32_t word, __half2 d, uint32_t 
     lo[p] = as_u32(__hmul2_rn(__hsub2_rn(as_half2(l), lo_bias), d));
     hi[p] = as_u32(__hmul2_rn(__hsub2_rn(as_half2(h), hi_bias), d));
   }
+}
+
+/// As dequant_word for 4-bit values with a scale and a min (Q4_K): value = q * d + m, q the
+/// unsigned nibble; the low nibbles (steps (q, 0)) take dlo/mlo and the high ones dhi/mhi, since
+/// in ggml's Q4_K a byte's two nibbles belong to two sub-blocks. The subtraction is exact, the
+/// fused multiply-add rounds once to fp16.
+__device__ __forceinline__ void dequant_word_affine(uint32_t word, __half2 dlo, __half2 mlo,
+                                                    __half2 dhi, __half2 mhi, uint32_t (&lo)[2],
+                                                    uint32_t (&hi)[2]) {
+  const __half2 lo_bias = as_half2(0x64006400u);  // 1024, 1024
+  const __half2 hi_bias = as_half2(0x54005400u);  // 64, 64
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    const uint32_t bytes = word >> (8 * p);
+    const uint32_t l = and_or<0x000F000Fu>(bytes, 0x64006400u);
+    const uint32_t h = and_or<0x00F000F0u>(bytes, 0x54005400u);
+    lo[p] = as_u32(__hfma2(__hsub2_rn(as_half2(l), lo_bias), dlo, mlo));
+    hi[p] = as_u32(__hfma2(__hsub2_rn(as_half2(h), hi_bias), dhi, mhi));
+  }
+}
+
+// ---- Q4_K in ggml's own layout ------------------------------------------------------------------
+// A 144-byte super-block of 256 values (quant/blocks.h's BlockQ4K): a 16-byte header (fp16 d and
+// dmin, 12 bytes of packed 6-bit scales and mins of its 8 sub-blocks of 32), then 128 bytes of
+// nibbles in 4 chunks of 32 bytes: byte l of chunk c holds value l of sub-block 2c (low nibble)
+// and value l of sub-block 2c + 1 (high nibble). Rows of whole super-blocks keep every header and
+// every 16 bytes of nibbles 16-byte aligned, so the GEMM streams them as they are, with no repacked
+// copy: a 16-byte group of nibbles plays the part of a Q4_0 block, its low nibbles 16 consecutive
+// inputs of one sub-block and its high nibbles the 16 inputs 32 later, of the next sub-block.
+
+inline constexpr int kQ4KValues = 256;      // inputs per super-block
+inline constexpr int kQ4KBytes = 144;       // bytes per super-block
+inline constexpr int kQ4KHeaderBytes = 16;  // d, dmin, scales[12]
+
+/// Scale and min (6 bits each) of sub-block j (0..7) from a Q4_K header read as one uint4 (x: d
+/// and dmin; y, z, w: scales[0..3], [4..7], [8..11]), as k_scale_min (quant/blocks.h) unpacks
+/// them on the CPU.
+__device__ __forceinline__ void q4_k_scale_min(uint4 header, int j, int& scale, int& min) {
+  if (j < 4) {
+    scale = static_cast<int>((header.y >> (8 * j)) & 63u);
+    min = static_cast<int>((header.z >> (8 * j)) & 63u);
+  } else {
+    const int i = 8 * (j - 4);
+    scale = static_cast<int>(((header.w >> i) & 0xFu) | (((header.y >> (i + 6)) & 3u) << 4));
+    min = static_cast<int>(((header.w >> (i + 4)) & 0xFu) | (((header.z >> (i + 6)) & 3u) << 4));
+  }
+}
+
+/// The fp16 scale d * scale and min -dmin * min of sub-block j of a Q4_K header (both halves),
+/// each product computed in f32 as the CPU's dequantizer does and rounded once to fp16.
+__device__ __forceinline__ void q4_k_sub_block(uint4 header, int j, __half2& d, __half2& m) {
+  int scale, min;
+  q4_k_scale_min(header, j, scale, min);
+  const float2 dd = __half22float2(as_half2(header.x));  // d, dmin
+  const __half hd = __float2half_rn(dd.x * static_cast<float>(scale));
+  const __half hm = __float2half_rn(-(dd.y * static_cast<float>(min)));
+  d = __halves2half2(hd, hd);
+  m = __halves2half2(hm, hm);
 }
 
 /// Asynchronous global -> shared copies (sm_80). Weights are streamed once: .cg keeps them out of
