@@ -45,6 +45,14 @@ Result<std::unique_ptr<ModelRunner>> create_gpu_runner(std::shared_ptr<const Ggu
 
 Result<std::unique_ptr<GpuLlamaRunner>> GpuLlamaRunner::create(std::shared_ptr<const GgufFile> file,
                                                                const GpuRunnerOptions& options) {
+  // NOVASERVE_GPU_PROFILE, checked before the weights load so that a typo costs no load.
+  const std::string profile = std::getenv("NOVASERVE_GPU_PROFILE") != nullptr
+                                  ? std::getenv("NOVASERVE_GPU_PROFILE")
+                                  : std::string();
+  if (!profile.empty() && profile != "0" && profile != "1" && profile != "steps") {
+    return Err(ErrorCode::kInvalidInput,
+               "NOVASERVE_GPU_PROFILE=" + profile + ": expected 1 (per op), steps (per step) or 0");
+  }
   int n_devices = 0;
   if (const cudaError_t e = cudaGetDeviceCount(&n_devices); e != cudaSuccess) {
     return Err(ErrorCode::kUnsupported,
@@ -140,21 +148,14 @@ Result<std::unique_ptr<GpuLlamaRunner>> GpuLlamaRunner::create(std::shared_ptr<c
                                              r->ws_.act_q8, r->ws_.attn_split, r->n_sm_);
   r->register_matrices();
   r->forward_ = std::make_unique<LlamaForward>(r->config_, r->w_.views());
-  if (const char* env = std::getenv("NOVASERVE_GPU_PROFILE"); env != nullptr && env[0] != '\0') {
-    const std::string mode = env;
-    if (mode == "1") {
-      r->prof_.enable();
-      std::fprintf(stderr,
-                   "novaserve gpu: NOVASERVE_GPU_PROFILE=1: timing every op (graphs off)\n");
-    } else if (mode == "steps") {
-      r->prof_.enable_steps();
-      std::fprintf(stderr,
-                   "novaserve gpu: NOVASERVE_GPU_PROFILE=steps: timing each step's device and "
-                   "host time (graphs as configured)\n");
-    } else if (mode != "0") {
-      return Err(ErrorCode::kInvalidInput,
-                 "NOVASERVE_GPU_PROFILE=" + mode + ": expected 1 (per op), steps (per step) or 0");
-    }
+  if (profile == "1") {
+    r->prof_.enable();
+    std::fprintf(stderr, "novaserve gpu: NOVASERVE_GPU_PROFILE=1: timing every op (graphs off)\n");
+  } else if (profile == "steps") {
+    r->prof_.enable_steps();
+    std::fprintf(stderr,
+                 "novaserve gpu: NOVASERVE_GPU_PROFILE=steps: timing each step's device and "
+                 "host time (graphs as configured)\n");
   }
   return Result<std::unique_ptr<GpuLlamaRunner>>(std::move(r));
 }

@@ -139,7 +139,7 @@ class GpuLlamaRunner final : public ModelRunner {
   int64_t split_planned_seqs_ = 0;     // attn_split covers batches up to this
   int64_t split_planned_context_ = 0;  // ... with plans for this max_context_
   DecodeGraphs graphs_;
-  StepProfiler prof_;                    // NOVASERVE_GPU_PROFILE=1
+  StepProfiler prof_;                    // NOVASERVE_GPU_PROFILE=1 or steps
   std::unique_ptr<GpuBackend> backend_;  // over matmul_, in_, prof_ and ws_'s workspaces
   std::unique_ptr<LlamaForward> forward_;
   std::vector<AttentionSeq> attn_seqs_;  // the step's sequences for plan_attention (host)

@@ -52,11 +52,12 @@ void StepProfiler::begin_step(bool decode, int64_t tokens, cudaStream_t stream) 
     }
   }
   queued_ = Clock::now();
-  (void)cudaEventRecord(step_events_[0], stream);
+  step_recorded_ = cudaEventRecord(step_events_[0], stream) == cudaSuccess;
 }
 
 void StepProfiler::queued_step(cudaStream_t stream) {
-  if (steps_mode_) (void)cudaEventRecord(step_events_[1], stream);
+  if (steps_mode_)
+    step_recorded_ = step_recorded_ && cudaEventRecord(step_events_[1], stream) == cudaSuccess;
 }
 
 void StepProfiler::start(ProfOp op, cudaStream_t stream) {
@@ -96,7 +97,16 @@ Status StepProfiler::end_step() {
     returned_ = now;
     returned_once_ = true;
     float device = 0.0f;
-    NOVASERVE_GPU_RETURN_IF_ERROR(cudaEventElapsedTime(&device, step_events_[0], step_events_[1]));
+    if (!step_recorded_ ||
+        cudaEventElapsedTime(&device, step_events_[0], step_events_[1]) != cudaSuccess) {
+      // Profiling stops (with the totals so far); the step itself is unaffected.
+      std::fprintf(stderr,
+                   "novaserve gpu: NOVASERVE_GPU_PROFILE=steps: an event failed; the "
+                   "per-step profile stops here\n");
+      print();
+      steps_mode_ = false;
+      return {};
+    }
     t.device_ms += device;
     return {};
   }

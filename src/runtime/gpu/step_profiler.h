@@ -8,7 +8,9 @@
 //   pair around each step's device work and host clocks at the step's entry, launch and return
 //   split a step's wall time into the caller's time between steps (the engine: scheduling,
 //   sampling, outputs), the runner's host preparation, and the device's time, so the time the
-//   GPU waits for the host shows.
+//   GPU waits for the host shows. The device time includes the step's input upload and copies
+//   back; the time between steps includes any idle time of the caller (in `serve`, waiting for
+//   requests), so the split is meant for `bench`'s back-to-back steps.
 #pragma once
 
 #include <array>
@@ -84,6 +86,7 @@ class StepProfiler {
   bool decode_ = false;
   Clock::time_point entered_, queued_, returned_;  // per-step mode's host clocks
   bool returned_once_ = false;
+  bool step_recorded_ = false;  // per-step mode: both of this step's events recorded
   cudaEvent_t step_events_[2] = {nullptr, nullptr};  // per-step mode: first and last
   std::vector<cudaEvent_t> events_;                  // pairs: start, stop
   std::vector<ProfOp> ops_;                          // op of pair i

@@ -66,17 +66,23 @@ BenchResult summarize(const BenchPoint& p, Clock::time_point t0, const PointLog&
   if (phase_tokens > 0 && last_token > last_first) {
     r.decode_phase_tok_s = static_cast<double>(phase_tokens) / seconds(last_token - last_first);
   }
+  // The full-batch window: from the last first token to the first sequence's last token. Each
+  // sequence's rate is taken between its own tokens nearest the window's ends (the outputs of
+  // one step arrive one after another, so the step that closes the window has tokens just past
+  // it), and the rates are summed, as decode_tok_s sums whole-run rates.
   Clock::time_point first_last = last_token;  // the first sequence to finish
   for (const auto& ts : log.times) {
     if (!ts.empty()) first_last = std::min(first_last, ts.back());
   }
-  int64_t full_tokens = 0;
-  for (const auto& ts : log.times) {
-    full_tokens += std::count_if(ts.begin(), ts.end(),
-                                 [&](auto t) { return t > last_first && t <= first_last; });
-  }
-  if (full_tokens > 0 && first_last > last_first) {
-    r.full_batch_tok_s = static_cast<double>(full_tokens) / seconds(first_last - last_first);
+  if (first_last > last_first) {
+    for (const auto& ts : log.times) {
+      // a: the last token at or before the window's start; e: the last one by its end.
+      const auto a = std::upper_bound(ts.begin(), ts.end(), last_first);
+      const auto e = std::upper_bound(ts.begin(), ts.end(), first_last);
+      if (a == ts.begin() || e == ts.begin() || e - a < 1) continue;
+      const auto ta = *(a - 1), te = *(e - 1);
+      if (te > ta) r.full_batch_tok_s += static_cast<double>(e - a) / seconds(te - ta);
+    }
   }
   r.wall_s = seconds(last_token - t0);
   r.prefill_tok_s = static_cast<double>(p.batch) * p.prompt / seconds(last_first - t0);

@@ -42,11 +42,11 @@ struct BenchResult {
   /// still being prefilled, which early sequences wait through. It keeps the tail in which the
   /// sequences that started first have finished and fewer decode.
   double decode_phase_tok_s = 0;
-  /// Aggregate rate while the whole batch decodes: tokens that arrived after the last
-  /// sequence's first token and no later than the first sequence's last token, over that
-  /// window (0 when it is empty). This is what llama-batched-bench's S_TG measures (its
-  /// sequences prefill together and then all decode in lockstep); here chunked prefill starts
-  /// them at different times, so the window is shorter than the generation phase.
+  /// Aggregate rate while the whole batch decodes: the sum over sequences of each one's rate
+  /// between its tokens at the ends of the window from the last sequence's first token to the
+  /// first sequence's last token (0 when the window is empty). This is what llama-batched-bench's
+  /// S_TG measures (its sequences prefill together and then all decode in lockstep); here chunked
+  /// prefill starts them at different times, so the window is shorter than the generation phase.
   double full_batch_tok_s = 0;
   double itl_mean_s = 0;       ///< mean gap between consecutive tokens of a sequence
   double itl_p99_s = 0;        ///< 99th percentile of those gaps
