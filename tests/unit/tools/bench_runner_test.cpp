@@ -48,9 +48,11 @@ TEST(BenchRunnerTest, TinyGridMeasuresEveryPoint) {
   EXPECT_NEAR((*r)[0].decode_phase_tok_s, (*r)[0].decode_tok_s, 1e-9 * (*r)[0].decode_tok_s);
   EXPECT_GT((*r)[1].decode_phase_tok_s, 0);
   // One sequence decodes alone from its first token to its last: the full-batch window is the
-  // same. With three, the window ends when the first finishes.
+  // same. With three, the window ends when the first finishes; it may be empty (0) when the
+  // engine took the first request before the others arrived and finished it before the last
+  // one's first token, which depends on thread timing, so only the bound is checked.
   EXPECT_NEAR((*r)[0].full_batch_tok_s, (*r)[0].decode_tok_s, 1e-9 * (*r)[0].decode_tok_s);
-  EXPECT_GT((*r)[1].full_batch_tok_s, 0);
+  EXPECT_GE((*r)[1].full_batch_tok_s, 0);
   EXPECT_LE((*r)[1].full_batch_tok_s, 1.5 * (*r)[1].decode_tok_s);
 
   auto bad = run_bench(gguf, **tok, o, {{0, 8, 4}}, {});
