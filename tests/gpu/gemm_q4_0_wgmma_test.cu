@@ -68,6 +68,26 @@ class GemmQ4_0WgmmaTest : public test::GpuTest {
     return d_y.download();
   }
 
+  // The outputs of one gemm_q4_0_wgmma_multi launch over `ws` for the first n_rows rows of x.
+  std::vector<std::vector<float>> run_multi(std::span<const WeightMatrix> ws, const float* x,
+                                            int64_t n_rows,
+                                            const GemmQ4_0WgmmaOptions& options = {}) {
+    std::vector<std::unique_ptr<DeviceBuffer<float>>> bufs;
+    std::vector<float*> yp;
+    for (const WeightMatrix& w : ws) {
+      bufs.push_back(std::make_unique<DeviceBuffer<float>>(static_cast<size_t>(n_rows * w.n_out)));
+      yp.push_back(bufs.back()->get());
+    }
+    DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(n_rows, ws[0].n_in) / 2);
+    const Status st =
+        gemm_q4_0_wgmma_multi(ws, x, n_rows, yp, scratch.get(), stream_, false, options);
+    EXPECT_TRUE(st.ok()) << st.error().message;
+    sync();
+    std::vector<std::vector<float>> out;
+    for (auto& b : bufs) out.push_back(b->download());
+    return out;
+  }
+
   // Every row count of kRowCounts against both CPU references, batch invariance, determinism and
   // row independence, for `type` matrices of each shape.
   void matches_cpu(GgmlType type, std::span<const std::pair<int64_t, int64_t>> shapes);
@@ -157,21 +177,7 @@ TEST_F(GemmQ4_0WgmmaTest, Q4KMultiMatchesOneLaunchPerMatrix) {
   // The three cases drew different activations: every matrix multiplies the first case's.
   const std::vector<float>& x = cases[0].x;
   DeviceBuffer<float> d_x(x);
-  const auto multi = [&](int64_t n_rows) {
-    std::vector<std::unique_ptr<DeviceBuffer<float>>> bufs;
-    std::vector<float*> yp;
-    for (const WeightMatrix& w : ws) {
-      bufs.push_back(std::make_unique<DeviceBuffer<float>>(static_cast<size_t>(n_rows * w.n_out)));
-      yp.push_back(bufs.back()->get());
-    }
-    DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(n_rows, n_in) / 2);
-    const Status st = gemm_q4_0_wgmma_multi(ws, d_x.get(), n_rows, yp, scratch.get(), stream_);
-    EXPECT_TRUE(st.ok()) << st.error().message;
-    sync();
-    std::vector<std::vector<float>> out;
-    for (auto& b : bufs) out.push_back(b->download());
-    return out;
-  };
+  const auto multi = [&](int64_t n_rows) { return run_multi(ws, d_x.get(), n_rows); };
   const auto plan = gemm_q4_0_wgmma_plan(ws, rows);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   std::printf("gemm_q4_0_wgmma_multi Q4_K, 3 matrices, %lld rows: %s\n",
@@ -248,20 +254,7 @@ TEST_F(GemmQ4_0WgmmaTest, MultiMatchesOneLaunchPerMatrixAndIsBatchInvariant) {
   DeviceBuffer<float> d_x(cq.x);
   // ys for the first ws.size() matrices of `qkv`.
   const auto multi = [&](std::span<const WeightMatrix> ws, int64_t n_rows, int blocks_per_sm) {
-    std::vector<std::unique_ptr<DeviceBuffer<float>>> bufs;
-    std::vector<float*> yp;
-    for (const WeightMatrix& w : ws) {
-      bufs.push_back(std::make_unique<DeviceBuffer<float>>(static_cast<size_t>(n_rows * w.n_out)));
-      yp.push_back(bufs.back()->get());
-    }
-    DeviceBuffer<__half> scratch(gemm_q4_0_wgmma_scratch_bytes(n_rows, n_in) / 2);
-    const Status st = gemm_q4_0_wgmma_multi(ws, d_x.get(), n_rows, yp, scratch.get(), stream_,
-                                            false, GemmQ4_0WgmmaOptions{blocks_per_sm, 0});
-    EXPECT_TRUE(st.ok()) << st.error().message;
-    sync();
-    std::vector<std::vector<float>> out;
-    for (auto& b : bufs) out.push_back(b->download());
-    return out;
+    return run_multi(ws, d_x.get(), n_rows, GemmQ4_0WgmmaOptions{blocks_per_sm, 0});
   };
   for (const auto& [n_mats, occupancy] : {std::pair<size_t, int>{3, 1}, {2, 1}, {3, 2}}) {
     SCOPED_TRACE(::testing::Message() << n_mats << " matrices, " << occupancy << " blocks per SM");
