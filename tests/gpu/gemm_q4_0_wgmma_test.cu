@@ -1,4 +1,5 @@
-// Tests of the Hopper W4A16 GEMM (gpu::gemm_q4_0_wgmma, gemm_q4_0_wgmma_gpu.cu; Q4_0 and Q4_K)
+// Tests of the Hopper W4A16 GEMM (gpu::gemm_q4_0_wgmma, gemm_q4_0_wgmma_gpu.cu; Q4_0, Q4_1, Q8_0,
+// Q4_K, Q6_K)
 // against the CPU matmul at every row-tile size (8 to 128 rows, and several tiles), plus its
 // determinism, row independence and batch invariance, graph replay, argument checks, and a timing
 // report on Llama-3-8B shapes against cuBLAS on fp16 weights and the mma.sync kernel (printed, not
@@ -91,6 +92,12 @@ class GemmQ4_0WgmmaTest : public test::GpuTest {
   // Every row count of kRowCounts against both CPU references, batch invariance, determinism and
   // row independence, for `type` matrices of each shape.
   void matches_cpu(GgmlType type, std::span<const std::pair<int64_t, int64_t>> shapes);
+
+  // GgmlTypesMultiMatchesOneLaunchPerMatrix for one type.
+  void kquant_multi_matches_one_launch_per_matrix(GgmlType type);
+
+  // MatmulTakesGgmlTypesWithoutCopy for one type.
+  void matmul_takes_without_copy(GgmlType type);
 };
 
 void GemmQ4_0WgmmaTest::matches_cpu(GgmlType type,
@@ -158,21 +165,83 @@ TEST_F(GemmQ4_0WgmmaTest, Q4KMatchesCpuMatmulAndIsBatchInvariantAndDeterministic
   matches_cpu(GgmlType::kQ4_K, shapes);
 }
 
-// q/k/v-like Q4_K matrices in one launch: each matches its own launch within f32 rounding and
-// the CPU, the bits do not change with the row count; Q4_0 and Q4_K in one launch are refused.
-TEST_F(GemmQ4_0WgmmaTest, Q4KMultiMatchesOneLaunchPerMatrix) {
+// Q6_K in ggml's layout, read through aligned windows: rows of 256 inputs (210 bytes) start at
+// every even offset within their 16-byte chunks, those of 1536 (1260 bytes) at 0, 4, 8 and 12,
+// and the super-blocks of a row at every even offset; the 14336-input shape's odd-start split as
+// for Q4_K; the last super-block's scales window runs past the end of the matrix (zero-filled).
+TEST_F(GemmQ4_0WgmmaTest, Q6KMatchesCpuMatmulAndIsBatchInvariantAndDeterministic) {
   SCOPED_TRACE(seed_note());
+  const std::pair<int64_t, int64_t> shapes[] = {{256, 37},     {1536, 300},   {4096, 1024},
+                                                {14336, 4096}, {4096, 14336}, {512, 40000}};
+  matches_cpu(GgmlType::kQ6_K, shapes);
+}
+
+// Q8_0 and Q4_1 in ggml's layout, read through one window per stage: a Q8_0 stage is 136 bytes,
+// so odd stages start 8 bytes into a chunk.
+TEST_F(GemmQ4_0WgmmaTest, Q8_0AndQ4_1MatchCpuMatmulAndAreBatchInvariantAndDeterministic) {
+  SCOPED_TRACE(seed_note());
+  const std::pair<int64_t, int64_t> shapes[] = {{128, 1},     {384, 577},    {1536, 300},
+                                                {4096, 1024}, {14336, 4096}, {4096, 14336}};
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_1}) {
+    SCOPED_TRACE(ggml_type_traits(type).name);
+    matches_cpu(type, shapes);
+  }
+}
+
+// The windowed types need only their blocks' alignment (2 bytes for Q6_K and Q8_0, 4 for Q4_1;
+// GGUF tensors are 32-byte aligned, but a matrix inside a bigger buffer need not be): the same
+// matrix at such offsets past an aligned address gives the aligned call's bits, at a
+// cluster-split and a tile-of-128 row count.
+TEST_F(GemmQ4_0WgmmaTest, WindowedTypesAtOffsetsGiveTheSameBits) {
+  SCOPED_TRACE(seed_note());
+  ThreadPool pool(0);
+  const int64_t n_in = 1536, n_out = 300;
+  for (const auto& [type, shifts] : {std::pair{GgmlType::kQ6_K, std::vector<int64_t>{2, 6}},
+                                     std::pair{GgmlType::kQ8_0, std::vector<int64_t>{2, 6}},
+                                     std::pair{GgmlType::kQ4_1, std::vector<int64_t>{4, 12}}}) {
+    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, 130, rng_, pool, stream_, type);
+    const std::vector<uint8_t> bytes = c.split->download();
+    for (int64_t shift : shifts) {
+      SCOPED_TRACE(::testing::Message() << ggml_type_traits(type).name << " at offset " << shift);
+      std::vector<uint8_t> shifted(static_cast<size_t>(shift), 0);
+      shifted.insert(shifted.end(), bytes.begin(), bytes.end());
+      DeviceBuffer<uint8_t> d_shifted(shifted);
+      const WeightMatrix at{c.split->get(), type, n_in, n_out};
+      const WeightMatrix off{d_shifted.get() + shift, type, n_in, n_out};
+      for (int64_t rows : {9, 130}) {
+        SCOPED_TRACE(::testing::Message() << "rows " << rows);
+        const auto x = first_rows(c.x, rows, n_in);
+        const auto got = run(off, x, rows);
+        EXPECT_TRUE(same_bits(got, run(at, x, rows)));
+        EXPECT_LT(nmse(got, first_rows(c.ref16, rows, n_out)), test::kQ4GemmF16RefNmse);
+      }
+    }
+  }
+}
+
+// q/k/v-like matrices of each type read in ggml's layout in one launch: each matches its own launch
+// within f32 rounding and the CPU, the bits do not change with the row count; two types in one
+// launch are refused.
+TEST_F(GemmQ4_0WgmmaTest, GgmlTypesMultiMatchesOneLaunchPerMatrix) {
+  SCOPED_TRACE(seed_note());
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ8_0, GgmlType::kQ4_1}) {
+    SCOPED_TRACE(ggml_type_traits(type).name);
+    kquant_multi_matches_one_launch_per_matrix(type);
+  }
+}
+
+void GemmQ4_0WgmmaTest::kquant_multi_matches_one_launch_per_matrix(GgmlType type) {
   ThreadPool pool(0);
   const int64_t n_in = 4096, rows = 300;
   const int64_t n_outs[] = {2048, 1000, 512};
   std::vector<Q4GemmCase> cases;
   std::vector<WeightMatrix> ws;
   for (int64_t n_out : n_outs) {  // only the first case's activations and references are used
-    cases.push_back(test::make_q4_gemm_case(n_in, n_out, cases.empty() ? rows : 1, rng_, pool,
-                                            stream_, GgmlType::kQ4_K));
+    cases.push_back(
+        test::make_q4_gemm_case(n_in, n_out, cases.empty() ? rows : 1, rng_, pool, stream_, type));
   }
   for (const Q4GemmCase& c : cases) {
-    ws.push_back(WeightMatrix{c.split->get(), GgmlType::kQ4_K, n_in, c.n_out});
+    ws.push_back(WeightMatrix{c.split->get(), type, n_in, c.n_out});
   }
   // The three cases drew different activations: every matrix multiplies the first case's.
   const std::vector<float>& x = cases[0].x;
@@ -180,8 +249,9 @@ TEST_F(GemmQ4_0WgmmaTest, Q4KMultiMatchesOneLaunchPerMatrix) {
   const auto multi = [&](int64_t n_rows) { return run_multi(ws, d_x.get(), n_rows); };
   const auto plan = gemm_q4_0_wgmma_plan(ws, rows);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
-  std::printf("gemm_q4_0_wgmma_multi Q4_K, 3 matrices, %lld rows: %s\n",
-              static_cast<long long>(rows), plan_text(plan.value()).c_str());
+  std::printf("gemm_q4_0_wgmma_multi %s, 3 matrices, %lld rows: %s\n",
+              ggml_type_traits(type).name.data(), static_cast<long long>(rows),
+              plan_text(plan.value()).c_str());
   const auto all = multi(rows);
   for (int64_t n_rows : {9, 32, 300}) {
     SCOPED_TRACE(::testing::Message() << "rows " << n_rows);
@@ -209,10 +279,12 @@ TEST_F(GemmQ4_0WgmmaTest, SplitsInTurnEqualClusterSplitsBitForBit) {
     GgmlType type;
   };
   // Q/O and down (3 splits) at 5 tiles of 128 rows, the last partial; K/V (8 output tiles, 8
-  // splits) at 16 tiles, which its plan needs before the 8 splits go in turn; down in Q4_K.
+  // splits) at 16 tiles, which its plan needs before the 8 splits go in turn; down in Q4_K, Q6_K
+  // and Q8_0.
   for (const auto [n_in, n_out, n_rows, type] :
        {Case{4096, 4096, 520, GgmlType::kQ4_0}, Case{14336, 4096, 520, GgmlType::kQ4_0},
-        Case{4096, 1024, 2000, GgmlType::kQ4_0}, Case{14336, 4096, 520, GgmlType::kQ4_K}}) {
+        Case{4096, 1024, 2000, GgmlType::kQ4_0}, Case{14336, 4096, 520, GgmlType::kQ4_K},
+        Case{14336, 4096, 520, GgmlType::kQ6_K}, Case{14336, 4096, 520, GgmlType::kQ8_0}}) {
     SCOPED_TRACE(::testing::Message()
                  << ggml_type_traits(type).name << " [" << n_in << " -> " << n_out << "]");
     const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, n_rows, rng_, pool, stream_, type);
@@ -340,16 +412,22 @@ TEST_F(GemmQ4_0WgmmaTest, DequantBlasMatchesCpu) {
 #endif
 
 #if defined(NOVASERVE_GPU_HAS_BLAS)
-// GpuMatmul with a Q4_K matrix on a device where the wgmma GEMM takes it: no fp16 copy, and run()
-// without one (9 and 300 rows), accumulate() and run_multi() match the CPU; with
-// NOVASERVE_GPU_WGMMA_MAX_ROWS=0 (the A/B switch back to fp16 copies) it needs a copy again.
-TEST_F(GemmQ4_0WgmmaTest, MatmulTakesQ4KWithoutCopy) {
+// GpuMatmul with a Q4_1, Q8_0, Q4_K or Q6_K matrix on a device where the wgmma GEMM takes it: no
+// fp16 copy, and run() without one (9 and 300 rows), accumulate() and run_multi() match the CPU;
+// with NOVASERVE_GPU_WGMMA_MAX_ROWS=0 (the A/B switch back to fp16 copies) it needs a copy again.
+TEST_F(GemmQ4_0WgmmaTest, MatmulTakesGgmlTypesWithoutCopy) {
   SCOPED_TRACE(seed_note());
+  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    SCOPED_TRACE(ggml_type_traits(type).name);
+    matmul_takes_without_copy(type);
+  }
+}
+
+void GemmQ4_0WgmmaTest::matmul_takes_without_copy(GgmlType type) {
   ThreadPool pool(0);
   const int64_t n_in = 4096, n_out = 1000, rows = 300;
-  const Q4GemmCase c =
-      test::make_q4_gemm_case(n_in, n_out, rows, rng_, pool, stream_, GgmlType::kQ4_K);
-  const WeightMatrix wm{c.split->get(), GgmlType::kQ4_K, n_in, n_out};
+  const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, rows, rng_, pool, stream_, type);
+  const WeightMatrix wm{c.split->get(), type, n_in, n_out};
   auto mm = GpuMatmul::create(stream_);
   ASSERT_TRUE(mm.ok()) << mm.error().message;
   EXPECT_FALSE((*mm)->needs_f16_copy(wm));
@@ -440,16 +518,37 @@ TEST_F(GemmQ4_0WgmmaTest, RejectsBadArguments) {
     const Status st = gemm_q4_0_wgmma(wm, x, rows, d_y.get(), s, stream_);
     return st.ok() ? std::string("ok") : st.error().message;
   };
-  EXPECT_EQ(gemm_q4_0_wgmma(WeightMatrix{d_w.get(), GgmlType::kQ8_0, 128, 64}, d_x.get(), 9,
+  EXPECT_EQ(gemm_q4_0_wgmma(WeightMatrix{d_w.get(), GgmlType::kQ5_K, 256, 64}, d_x.get(), 9,
                             d_y.get(), scratch.get(), stream_)
                 .error()
                 .code,
             ErrorCode::kUnsupported);
   EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_0, 96, 64}, d_x.get(), 9, scratch.get()),
             "ok");
-  // Q4_K needs whole super-blocks of 256 inputs.
+  // Q4_K and Q6_K need whole super-blocks of 256 inputs; Q6_K 2-byte alignment (Q4_0 and Q4_K
+  // 16-byte: below).
   EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_K, 128, 64}, d_x.get(), 9, scratch.get()),
             "ok");
+  EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ6_K, 128, 64}, d_x.get(), 9, scratch.get()),
+            "ok");
+  EXPECT_NE(
+      code(WeightMatrix{d_w.get() + 1, GgmlType::kQ6_K, 256, 64}, d_x.get(), 9, scratch.get()),
+      "ok");
+  EXPECT_EQ(
+      code(WeightMatrix{d_w.get() + 2, GgmlType::kQ6_K, 256, 64}, d_x.get(), 9, scratch.get()),
+      "ok");
+  // Q8_0 and Q4_1 take whole stages of 128 inputs, and their blocks' alignment (2 and 4 bytes).
+  EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ8_0, 96, 64}, d_x.get(), 9, scratch.get()),
+            "ok");
+  EXPECT_NE(
+      code(WeightMatrix{d_w.get() + 1, GgmlType::kQ8_0, 128, 64}, d_x.get(), 9, scratch.get()),
+      "ok");
+  EXPECT_NE(
+      code(WeightMatrix{d_w.get() + 2, GgmlType::kQ4_1, 128, 64}, d_x.get(), 9, scratch.get()),
+      "ok");
+  EXPECT_EQ(
+      code(WeightMatrix{d_w.get() + 4, GgmlType::kQ4_1, 128, 64}, d_x.get(), 9, scratch.get()),
+      "ok");
   EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_0, 128, 0}, d_x.get(), 9, scratch.get()),
             "ok");
   EXPECT_NE(
@@ -487,7 +586,7 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
   }
   for (int64_t m : row_counts) {
     double step_wg = 0.0, step_pairs = 0.0, step_mma = 0.0, step_blas = 0.0, step_deq = 0.0;
-    double step_q4k = 0.0;
+    double step_q4k = 0.0, step_q6k = 0.0, step_q8 = 0.0;
     for (const Shape& s : shapes) {
       const int64_t q4_bytes = s.n_out * (s.n_in / 32) * 18;
       const int64_t n_copies = test::cold_copies_for(q4_bytes);
@@ -527,18 +626,24 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
                     static_cast<long long>(m), s.name, pair_us, pair_us / 2);
       }
       step_pairs += pair_us * s.per_step / 2;
-      {  // the same shape in Q4_K (ggml's layout; 0x3c bytes: finite scales, mins and values)
-        const int64_t q4k_bytes = s.n_out * (s.n_in / 256) * 144;
-        const int64_t k_copies = test::cold_copies_for(q4k_bytes);
-        DeviceBuffer<uint8_t> d_k(static_cast<size_t>(k_copies * q4k_bytes));
+      // The same shape in Q4_K, Q6_K and Q8_0 (ggml's layouts; 0x3c bytes: finite scales, mins
+      // and values).
+      for (GgmlType kq : {GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ8_0}) {
+        const int64_t kq_bytes =
+            s.n_out * static_cast<int64_t>(*ggml_row_bytes(kq, static_cast<uint64_t>(s.n_in)));
+        const int64_t k_copies = test::cold_copies_for(kq_bytes);
+        DeviceBuffer<uint8_t> d_k(static_cast<size_t>(k_copies * kq_bytes));
         ASSERT_EQ(cudaMemset(d_k.get(), 0x3c, d_k.size()), cudaSuccess);
         const double k_us = test::time_us(stream_, k_copies, [&](int64_t copy) {
-          const WeightMatrix wk{d_k.get() + copy * q4k_bytes, GgmlType::kQ4_K, s.n_in, s.n_out};
+          const WeightMatrix wk{d_k.get() + copy * kq_bytes, kq, s.n_in, s.n_out};
           EXPECT_TRUE(gemm_q4_0_wgmma(wk, d_x.get(), m, d_y.get(), scratch.get(), stream_).ok());
         });
-        step_q4k += k_us * s.per_step;
-        std::printf("wgmma  M=%-4lld %-7s Q4_K %9.2f us %7.1f GB/s\n", static_cast<long long>(m),
-                    s.name, k_us, static_cast<double>(q4k_bytes) / k_us * 1e-3);
+        (kq == GgmlType::kQ4_K   ? step_q4k
+         : kq == GgmlType::kQ6_K ? step_q6k
+                                 : step_q8) += k_us * s.per_step;
+        std::printf("wgmma  M=%-4lld %-7s %s %9.2f us %7.1f GB/s\n", static_cast<long long>(m),
+                    s.name, ggml_type_traits(kq).name.data(), k_us,
+                    static_cast<double>(kq_bytes) / k_us * 1e-3);
       }
       if (m <= kGemmQ4_0MmaMaxRows && gemm_q4_0_mma_supported(matrix(0), m)) {
         const double mma_us = test::time_us(stream_, n_copies, [&](int64_t copy) {
@@ -581,10 +686,10 @@ TEST_F(GemmQ4_0WgmmaTest, TimingOnLlama3_8BShapes) {
     }
     std::printf(
         "Llama-3-8B matmuls per step at M=%lld (no head): wgmma %.3f ms (k+v and gate+up as "
-        "pairs: %.3f ms), wgmma Q4_K %.3f ms, mma %.3f ms, cuBLAS f16 %.3f ms, dequant + cuBLAS "
-        "%.3f ms (0: not run)\n",
+        "pairs: %.3f ms), wgmma Q4_K %.3f ms, Q6_K %.3f ms, Q8_0 %.3f ms, mma %.3f ms, cuBLAS "
+        "f16 %.3f ms, dequant + cuBLAS %.3f ms (0: not run)\n",
         static_cast<long long>(m), step_wg * 1e-3, step_pairs * 1e-3, step_q4k * 1e-3,
-        step_mma * 1e-3, step_blas * 1e-3, step_deq * 1e-3);
+        step_q6k * 1e-3, step_q8 * 1e-3, step_mma * 1e-3, step_blas * 1e-3, step_deq * 1e-3);
   }
 }
 

@@ -1,16 +1,17 @@
 // Shared pieces of the tensor-core 4-bit GEMM tests (gemm_q4_0_mma_test.cu,
-// gemm_q4_0_wgmma_test.cu): a random Q4_0 matrix in the split layout (or a Q4_K matrix in ggml's
-// layout) with random activations and two CPU references, row slicing, and the cold-weights
-// timing loop.
+// gemm_q4_0_wgmma_test.cu): a random Q4_0 matrix in the split layout (or a Q4_1, Q8_0, Q4_K or
+// Q6_K matrix in ggml's layout) with random activations and two CPU references, row slicing, and
+// the cold-weights timing loop.
 //
 // The references: the exact f32 CPU matmul (the GEMMs round activations and decoded weights to
 // fp16: NMSE ~1e-7, bound 1e-5 as for the fp16 BLAS path), and the same CPU matmul on
-// fp16-rounded activations and F16 weights decoded as the GEMM decodes them (Q4_0: as
-// dequantize_to_f16 does; Q4_K: d * scale and -dmin * min rounded to fp16, then q * d + m,
-// rounded to f32 and then fp16 where the GEMM rounds once to fp16: the same value but at rare
-// ties, one fp16 ulp of one weight apart), which leaves only the f32 summation order (NMSE ~1e-11
-// expected; bound 1e-8, while a weight or activation rounding other than nearest-even on fp16 would
-// show ~2e-8 and a wrong nibble order ~1).
+// fp16-rounded activations and F16 weights decoded as the GEMM decodes them, which leaves only the
+// f32 summation order (NMSE ~1e-11 expected; bound 1e-8, while a weight or activation rounding
+// other than nearest-even on fp16 would show ~2e-8 and a wrong nibble order ~1). Decoded as: Q4_0
+// and Q8_0 as dequantize_to_f16 does; Q4_1 q * d + m, Q4_K d * scale and -dmin * min rounded to
+// fp16, then q * d + m, each rounded to f32 and then fp16 where the GEMM rounds once to fp16 (the
+// same value but at rare ties, one fp16 ulp of one weight apart); Q6_K d * scale rounded to fp16,
+// then (q - 32) times that, exact in f32, rounded once to fp16 as the GEMM does.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -58,8 +59,45 @@ inline std::vector<uint16_t> q4_k_to_f16_as_gemm(const std::vector<uint8_t>& w) 
   return out;
 }
 
-/// A random Q4_0 matrix on the device in the split layout (`type` Q4_K: a Q4_K matrix in ggml's
-/// layout), `rows` rows of random activations, and the two CPU references for them.
+/// Q4_1 weights decoded to fp16 as the wgmma GEMM decodes them (see the top of this file).
+inline std::vector<uint16_t> q4_1_to_f16_as_gemm(const std::vector<uint8_t>& w) {
+  std::vector<uint16_t> out;
+  out.reserve(w.size() / sizeof(BlockQ4_1) * 32);
+  for (size_t off = 0; off + sizeof(BlockQ4_1) <= w.size(); off += sizeof(BlockQ4_1)) {
+    BlockQ4_1 b;
+    std::memcpy(&b, w.data() + off, sizeof(b));
+    const float d = fp16_to_f32(b.d), m = fp16_to_f32(b.m);
+    for (int v = 0; v < 32; ++v) {  // value v < 16: low nibble of byte v; v >= 16: high of v - 16
+      const int q = v < 16 ? b.qs[v] & 0xf : b.qs[v - 16] >> 4;
+      out.push_back(f32_to_fp16(std::fma(static_cast<float>(q), d, m)));
+    }
+  }
+  return out;
+}
+
+/// Q6_K weights decoded to fp16 as the wgmma GEMM decodes them (see the top of this file).
+inline std::vector<uint16_t> q6_k_to_f16_as_gemm(const std::vector<uint8_t>& w) {
+  std::vector<uint16_t> out;
+  out.reserve(w.size() / sizeof(BlockQ6K) * 256);
+  for (size_t off = 0; off + sizeof(BlockQ6K) <= w.size(); off += sizeof(BlockQ6K)) {
+    BlockQ6K b;
+    std::memcpy(&b, w.data() + off, sizeof(b));
+    const float d = fp16_to_f32(b.d);
+    for (int i = 0; i < 256; ++i) {  // half n, value l of its 128 (ggml's dequantize_row_q6_K)
+      const int n = i / 128, l = i % 128, quarter = l / 32, l32 = l % 32;
+      const uint8_t ql = b.ql[64 * n + 32 * (quarter % 2) + l32];
+      const int low = quarter < 2 ? ql & 0xf : ql >> 4;
+      const int q = low | (((b.qh[32 * n + l32] >> (2 * quarter)) & 3) << 4);
+      const float ds = fp16_to_f32(f32_to_fp16(d * static_cast<float>(b.scales[i / 16])));
+      out.push_back(f32_to_fp16(static_cast<float>(q - 32) * ds));
+    }
+  }
+  return out;
+}
+
+/// A random Q4_0 matrix on the device in the split layout (`type` Q4_1, Q8_0, Q4_K or Q6_K: a
+/// matrix in ggml's layout), `rows` rows of random activations, and the two CPU references for
+/// them.
 struct Q4GemmCase {
   int64_t n_in = 0, n_out = 0, rows = 0;
   std::unique_ptr<DeviceBuffer<uint8_t>> split;  // the device weights the GEMM reads
@@ -81,6 +119,10 @@ inline Q4GemmCase make_q4_gemm_case(int64_t n_in, int64_t n_out, int64_t rows, s
   std::vector<uint16_t> w16;
   if (type == GgmlType::kQ4_K) {
     w16 = q4_k_to_f16_as_gemm(w);
+  } else if (type == GgmlType::kQ6_K) {
+    w16 = q6_k_to_f16_as_gemm(w);
+  } else if (type == GgmlType::kQ4_1) {
+    w16 = q4_1_to_f16_as_gemm(w);
   } else {
     std::vector<float> decoded(static_cast<size_t>(n_in * n_out));
     EXPECT_TRUE(dequantize_row(type, w.data(), decoded.data(), n_in * n_out).ok());
@@ -93,7 +135,7 @@ inline Q4GemmCase make_q4_gemm_case(int64_t n_in, int64_t n_out, int64_t rows, s
   matmul(w16.data(), GgmlType::kF16, n_in, n_out, x16.data(), rows, c.ref16.data(), pool,
          ActQuant::kNone);
 
-  if (type == GgmlType::kQ4_K) {
+  if (type != GgmlType::kQ4_0) {  // the other types stay in ggml's layout
     c.split = std::make_unique<DeviceBuffer<uint8_t>>(w);
     return c;
   }

@@ -54,12 +54,19 @@ Result<int64_t> env_rows(const char* name, const char* text, const char* expecte
   return rows;
 }
 
+// Types the wgmma GEMM reads in ggml's own layout (Q4_0 it reads repacked: the split layout).
+bool wgmma_ggml_type(GgmlType t) {
+  return t == GgmlType::kQ4_1 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_K ||
+         t == GgmlType::kQ6_K;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   std::unique_ptr<GpuMatmul> m(new GpuMatmul());
   m->stream_ = stream;
-  // Split Q4_0 and Q4_K matrices keep no fp16 copy where the wgmma GEMM takes them (a compute
+  // Split Q4_0 matrices and Q4_1, Q8_0, Q4_K and Q6_K ones keep no fp16 copy where the wgmma GEMM
+  // takes them (a compute
   // capability 9.0 device), which then runs at every row count. NOVASERVE_GPU_WGMMA_MAX_ROWS=N (a
   // number; "all" is the default) keeps the copies and gives the wgmma GEMM up to N rows (0: the
   // path before it), for A/B runs.
@@ -132,8 +139,8 @@ GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_
       has_blas() && static_cast<size_t>(w.n_in * w.n_out) * sizeof(__half) <= kDequantMaxBytes;
   if (split && n_rows >= dequant_min_rows_ && dequant_fits) return Path::kDequantBlas;
   // Without fp16 copies (wgmma_all_) the wgmma GEMM at every row count it takes: split Q4_0,
-  // and Q4_K in ggml's layout (which has no fp16 copy with the wgmma GEMM at all).
-  const bool wgmma_layout = split || w.type == GgmlType::kQ4_K;
+  // and the other types it reads in ggml's layout (which have no fp16 copy with it at all).
+  const bool wgmma_layout = split || wgmma_ggml_type(w.type);
   if (wgmma_layout && (wgmma_all_ || n_rows <= wgmma_max_rows_) &&
       gemm_q4_0_wgmma_supported(w, n_rows)) {
     return Path::kWgmma;
@@ -146,7 +153,7 @@ GpuMatmul::Path GpuMatmul::path(const WeightMatrix& w, const __half* w16, int64_
 
 bool GpuMatmul::needs_f16_copy(const WeightMatrix& w) const {
   if (!has_blas() || w.type == GgmlType::kF16) return false;
-  const bool wgmma_type = w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ4_K;
+  const bool wgmma_type = w.type == GgmlType::kQ4_0 || wgmma_ggml_type(w.type);
   return !(wgmma_all_ && wgmma_type && gemm_q4_0_wgmma_takes_shape(w.type, w.n_in, w.n_out));
 }
 

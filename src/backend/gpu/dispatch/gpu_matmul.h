@@ -1,12 +1,11 @@
 // The GPU runner's matmul y = x W^T: for up to kGemvMaxRows rows the decode GEMV (weights decoded
 // in registers, f32 activations; gpu::gemv_q4_0_split for Q4_0). Above, for split-layout Q4_0
-// weights and Q4_K weights (ggml's layout) on a compute capability 9.0 device (H100, H200) with
-// a build that has sm_90a code: no fp16 copy of the matrix, the wgmma W4A16 GEMM
-// (gemm_q4_0_wgmma.h) at every row count
-// (NOVASERVE_GPU_DEQUANT_MIN_ROWS=N: for split Q4_0, BLAS on a transient fp16 copy decoded per
-// call from N rows on, for A/B runs). Elsewhere, and with
-// NOVASERVE_GPU_WGMMA_MAX_ROWS=N (the path before, for A/B runs): up to 32 rows and shapes where
-// it measured faster, the mma.sync W4A16 GEMM (gemm_q4_0_mma.h, sm_80+), else x converted to
+// weights and Q4_1, Q8_0, Q4_K and Q6_K weights (ggml's layouts) on a compute capability 9.0
+// device (H100, H200) with a build that has sm_90a code: no fp16 copy of the matrix, the wgmma
+// W4A16 GEMM (gemm_q4_0_wgmma.h) at every row count (NOVASERVE_GPU_DEQUANT_MIN_ROWS=N: for split
+// Q4_0, BLAS on a transient fp16 copy decoded per call from N rows on, for A/B runs). Elsewhere,
+// and with NOVASERVE_GPU_WGMMA_MAX_ROWS=N (the path before, for A/B runs): up to 32 rows and shapes
+// where it measured faster, the mma.sync W4A16 GEMM (gemm_q4_0_mma.h, sm_80+), else x converted to
 // fp16 and one BLAS f16 GEMM with f32 accumulation against an fp16 copy of W made once at load
 // (W itself when it is F16). HIP builds have no BLAS here (hipBLAS is not packaged in Debian
 // bookworm), keep no fp16 copies and use the GEMV for every row count. (The runner's kQ8 mode
@@ -54,8 +53,8 @@ class GpuMatmul {
   bool has_blas() const;
 
   /// Whether run() needs an fp16 copy of `w` (a matrix in its file type, before any repacking)
-  /// for some row count: with BLAS, every type but F16 (used in place) needs one, except Q4_0
-  /// and Q4_K matrices that the wgmma GEMM takes at every row count
+  /// for some row count: with BLAS, every type but F16 (used in place) needs one, except Q4_0,
+  /// Q4_1, Q8_0, Q4_K and Q6_K matrices that the wgmma GEMM takes at every row count
   /// (gemm_q4_0_wgmma_takes_shape; Q4_0 unless NOVASERVE_GPU_WGMMA_MAX_ROWS is a number).
   /// Without BLAS (HIP) nothing needs one.
   bool needs_f16_copy(const WeightMatrix& w) const;
@@ -75,9 +74,9 @@ class GpuMatmul {
   Status run(const WeightMatrix& w, const __half* w16, const float* x, int64_t n_rows, float* y,
              bool split);
 
-  /// Whether run_multi() takes `ws` for `n_rows` rows: matrices of one type (split Q4_0 or
-  /// Q4_K) and one n_in that run() would give to the wgmma GEMM, and that one launch takes
-  /// together.
+  /// Whether run_multi() takes `ws` for `n_rows` rows: matrices of one type (split Q4_0, Q4_1,
+  /// Q8_0, Q4_K or Q6_K) and one n_in that run() would give to the wgmma GEMM, and that one launch
+  /// takes together.
   bool takes_wgmma_multi(std::span<const WeightMatrix> ws, int64_t n_rows) const;
 
   /// ys[i] [n_rows][ws[i].n_out] = x W_i^T for matrices takes_wgmma_multi() accepts, in one
@@ -99,10 +98,11 @@ class GpuMatmul {
  private:
   // Which kernel run() takes: the GEMV (up to kGemvMaxRows rows, and always on HIP), the wgmma
   // GEMM on split Q4_0 (sm_90a: every row count by default, up to wgmma_max_rows_ rows with
-  // NOVASERVE_GPU_WGMMA_MAX_ROWS=N) and on Q4_K (every row count), the mma.sync GEMM on split Q4_0
-  // (sm_80+, up to 32 rows where it measured faster), or BLAS on the fp16 copy. kDequantBlas: BLAS
-  // on a transient fp16 copy of a split Q4_0 matrix decoded just before the GEMM into w16_scratch_
-  // (rows >= dequant_min_rows_, matrices of at most kDequantMaxBytes).
+  // NOVASERVE_GPU_WGMMA_MAX_ROWS=N) and on Q4_1, Q8_0, Q4_K and Q6_K (every row count), the
+  // mma.sync GEMM on split Q4_0 (sm_80+, up to 32 rows where it measured faster), or BLAS on the
+  // fp16 copy. kDequantBlas: BLAS on a transient fp16 copy of a split Q4_0 matrix decoded just
+  // before the GEMM into w16_scratch_ (rows >= dequant_min_rows_, matrices of at most
+  // kDequantMaxBytes).
   enum class Path { kGemv, kWgmma, kMma, kBlas, kDequantBlas };
   static constexpr size_t kDequantMaxBytes = size_t{256} << 20;
   Path path(const WeightMatrix& w, const __half* w16, int64_t n_rows, bool split) const;

@@ -1,15 +1,17 @@
-// W4A16 GEMM over Q4_0 (split layout) and Q4_K (ggml's layout) weights on Hopper's warpgroup MMA
-// (gemm_q4_0_wgmma.h).
+// W4A16 GEMM over Q4_0 (split layout) and Q4_1, Q8_0, Q4_K and Q6_K (ggml's layouts) weights on
+// Hopper's warpgroup MMA (gemm_q4_0_wgmma.h).
 //
 // Roles in wgmma.mma_async.m64nNk16.f32.f16.f16 (A from registers): the weights are A (64
-// outputs x 16 inputs per warpgroup, decoded from the nibbles in registers by each warp for its
-// 16 outputs, exactly as the mma.sync kernel does: q4_0_fragment.h), the activations B (16 inputs
+// outputs x 16 inputs per warpgroup, decoded from the quantized values in registers by each warp
+// for its 16 outputs, Q4_0 exactly as the mma.sync kernel does: q4_0_fragment.h), the activations
+// B (16 inputs
 // x N rows, fp16 in shared memory, K-major in the 128-byte swizzle). Decoding each weight once
 // per thread block serves all N rows of the tile, so the tensor cores, not the decode, set the
 // pace once N is large, and at small N the weight stream from HBM does.
 //
-// The k order: a quad lane t decodes 16-byte group t of a stage's nibbles (Q4_0: block t of the
-// stage's 4; Q4_K: see group_input below), and the 16 k slots of one step follow the nibbles
+// The k order: a quad lane t decodes group t of a stage's values (Q4_0: block t of the stage's 4;
+// the other formats: see WFormat and group_input below), and the 16 k slots of one step follow the
+// values
 // (q4_0_fragment.h, block_value), so the activations are repacked once per call into that order
 // (pack_kernel): within each stage of 128 inputs, step s = 2q + hi holds
 // 16 fp16 values, slot 2t + e = value block_value(q, hi, 0, e) of block t and slot 8 + 2t + e =
@@ -18,8 +20,8 @@
 //
 // A thread block (2 warpgroups, 256 threads) owns 128 outputs and one tile of N rows, and walks
 // its share of n_in in stages of 128 inputs through a ring of shared-memory stages filled by
-// cp.async (weights: nibbles + scales; activations: written to their swizzled chunk). Per stage
-// and warp, twice: decode two nibble words of each of its two rows (steps 4g .. 4g + 3) into one
+// cp.async (weights: values + scales; activations: written to their swizzled chunk). Per stage
+// and warp, twice: decode two value words of each of its two rows (steps 4g .. 4g + 3) into one
 // of two A register sets, issue those 4 wgmma as one group, and wait until only that group is in
 // flight, so the tensor cores run one group while the warps decode the next. The first
 // stages' weights load before the kernel waits for the one before it on the stream
@@ -37,9 +39,12 @@
 #include <span>
 #include <string>
 
+#include "backend/gpu/kernels/block_window.h"
 #include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
 #include "backend/gpu/kernels/mma_sm80.h"
 #include "backend/gpu/kernels/q4_0_fragment.h"
+#include "backend/gpu/kernels/q6_k_fragment.h"
+#include "backend/gpu/kernels/q8_0_fragment.h"
 #include "backend/gpu/kernels/wgmma_sm90.h"
 #include "backend/gpu/platform/device_limits.h"
 #include "backend/gpu/platform/gpu_status.h"
@@ -91,15 +96,18 @@ Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, fl
 namespace {
 
 using namespace q4_0_fragment;  // NOLINT(google-build-using-namespace): this file's vocabulary
+using namespace q6_k_fragment;  // NOLINT(google-build-using-namespace): this file's vocabulary
+using namespace q8_0_fragment;  // NOLINT(google-build-using-namespace): this file's vocabulary
+using namespace block_window;   // NOLINT(google-build-using-namespace): this file's vocabulary
 
 constexpr int kThreads = 256;  // two warpgroups
 constexpr int kOuts = 128;     // outputs per thread block: 64 per warpgroup
 constexpr int kBlocksPerStage = 4;
 constexpr int kStageK = kBlocksPerStage * kBlockValues;
 static_assert(kStageK == kGemmQ4_0WgmmaInMultiple);
-constexpr int kSteps = kStageK / 16;  // k16 steps per stage
-constexpr int kWNibBytes = kOuts * kBlocksPerStage * kNibbleBytes;
-constexpr int kMaxSplits = 8;  // the portable cluster size
+constexpr int kSteps = kStageK / 16;                                // k16 steps per stage
+constexpr int kWNibBytes = kOuts * kBlocksPerStage * kNibbleBytes;  // Q4_0, Q4_K
+constexpr int kMaxSplits = 8;                                       // the portable cluster size
 constexpr int kMinStagesPerSplit = 2;
 constexpr int kRingBudget = 210 * 1024;  // shared memory for the rings (227 KB per SM at most)
 constexpr int kMaxStages = 8;
@@ -116,38 +124,94 @@ struct Matrices {
 };
 static_assert(kGemmQ4_0WgmmaMaxMatrices == 3, "the kernel selects among three matrices");
 
-// The weight formats the kernel reads. Per stage of 128 inputs and output row both have 64
-// bytes of nibbles, four 16-byte groups (quad lane t decodes group t), and scales:
+// The weight formats the kernel reads. Per stage of 128 inputs and output row each has four
+// groups of 32 values (quad lane t decodes group t; block_value numbers a group's values) and
+// scales:
 // - Q4_0 in the split layout (q4_0_split.h): group t is block t; 8 bytes of scales (the four
 //   blocks' fp16 d), value d * (q - 8).
 // - Q4_K in ggml's layout (q4_0_fragment.h): group t is bytes 16t.. of the stage's 64 bytes of
 //   nibbles (the stage is half a super-block); 16 bytes of scales, the super-block's header (the
 //   same for both halves), value q * d_j + m_j for sub-block j.
-enum class W4 { kQ4_0, kQ4_K };
+// The windowed formats, ggml's layouts whose blocks are not 16-byte aligned: each row's stage is
+// copied as aligned 16-byte chunks around its bytes (block_window.h) and read at their offset.
+// - Q6_K (q6_k_fragment.h): the stage is half a super-block; group t is bytes 16t.. of the half's
+//   64 bytes of ql with their 2-bit highs from qh, value d * scale_j * (q - 32); three windows.
+// - Q8_0 (q8_0_fragment.h): group t is block t (fp16 d, 32 int8), value d * q; one window of the
+//   stage's 136 bytes.
+// - Q4_1: group t is block t (fp16 d and m, then nibbles as Q4_0's), value d * q + m; one window
+//   of the stage's 80 bytes.
+enum class WFormat { kQ4_0, kQ4_K, kQ6_K, kQ8_0, kQ4_1 };
 
-template <W4 F>
-__host__ __device__ constexpr int scale_bytes() {
-  return F == W4::kQ4_0 ? kBlocksPerStage * 2 : kQ4KHeaderBytes;
+template <WFormat F>
+__host__ __device__ constexpr bool windowed() {
+  return F == WFormat::kQ6_K || F == WFormat::kQ8_0 || F == WFormat::kQ4_1;
+}
+
+// Windowed formats: values and bytes of a ggml block, and the aligned 16-byte chunks of a row's
+// stage.
+template <WFormat F>
+__host__ __device__ constexpr int block_values() {
+  return F == WFormat::kQ6_K ? kQ6KValues : kBlockValues;
+}
+template <WFormat F>
+__host__ __device__ constexpr int block_bytes() {
+  return F == WFormat::kQ6_K ? kQ6KBytes : F == WFormat::kQ8_0 ? 34 : 20;
+}
+template <WFormat F>
+__host__ __device__ constexpr int window_chunks() {
+  // Q8_0, Q4_1: the stage's bytes at any offset (Q8_0 2-byte aligned: o <= 14; Q4_1 4-byte: o <=
+  // 12) and the 4 bytes past them that smem_load_at2 may read.
+  return F == WFormat::kQ6_K
+             ? kWindowChunks
+             : (kBlocksPerStage * block_bytes<F>() + (F == WFormat::kQ8_0 ? 14 : 12) + 15) / 16;
+}
+static_assert(window_chunks<WFormat::kQ8_0>() == 10 && window_chunks<WFormat::kQ4_1>() == 6);
+
+// Windowed formats: bytes from a row's first byte to the anchor of stage sg (the byte whose chunk
+// starts the windows: the super-block for Q6_K, the stage's first block otherwise), and the offset
+// of window chunk c from the anchor's chunk.
+template <WFormat F>
+__host__ __device__ constexpr int64_t stage_anchor(int64_t sg) {
+  return F == WFormat::kQ6_K ? (sg / 2) * kQ6KBytes : sg * kBlocksPerStage * block_bytes<F>();
+}
+template <WFormat F>
+__host__ __device__ constexpr int chunk_offset(int64_t sg, int c) {
+  return F == WFormat::kQ6_K ? q6_k_window_chunk(static_cast<int>(sg % 2), c) : 16 * c;
+}
+
+// Shared-memory bytes of one output row's weights per stage.
+template <WFormat F>
+__host__ __device__ constexpr int w_row_bytes() {
+  if constexpr (windowed<F>()) {
+    return 16 * window_chunks<F>();
+  } else {
+    return kBlocksPerStage * kNibbleBytes +
+           (F == WFormat::kQ4_0 ? kBlocksPerStage * 2 : kQ4KHeaderBytes);
+  }
 }
 
 // Input (from the stage's first) of value v (0..31, block_value's numbering) of group t.
-template <W4 F>
+template <WFormat F>
 __host__ __device__ constexpr int group_input(int t, int v) {
-  if constexpr (F == W4::kQ4_0) {
+  if constexpr (F == WFormat::kQ4_0 || F == WFormat::kQ8_0 || F == WFormat::kQ4_1) {
     return t * kBlockValues + v;
-  } else {  // low nibbles: inputs 64 (t / 2) + 16 (t % 2) + v; high ones 32 further
-    return 64 * (t / 2) + 16 * (t % 2) + v + (v >= 16 ? 16 : 0);
+  } else if constexpr (F == WFormat::kQ4_K) {  // low nibbles: inputs 64 (t / 2) + 16 (t % 2) + v;
+    return 64 * (t / 2) + 16 * (t % 2) + v + (v >= 16 ? 16 : 0);  // high ones 32 further
+  } else {
+    return q6_k_group_input(t, v);
   }
 }
-static_assert(group_input<W4::kQ4_K>(3, 17) == 64 + 16 + 32 + 1);
+static_assert(group_input<WFormat::kQ4_K>(3, 17) == 64 + 16 + 32 + 1);
 
 // Shared-memory layout of one tile size (kN rows) with kOcc blocks per multiprocessor (each
-// block a ring of 1/kOcc of the budget) for weights with kScaleBytes of scales per row and stage.
-// A stage: the activations' two swizzle atoms ([kN rows][128 bytes] each), then the weights'
-// nibbles and scales; every stage starts 1024-byte aligned.
-template <int kN, int kOcc, int kScaleBytes>
+// block a ring of 1/kOcc of the budget) for weights of kWRowBytes per row and stage
+// (w_row_bytes). A stage: the activations' two swizzle atoms ([kN rows][128 bytes] each), then the
+// weights (Q4_0, Q4_K: every row's nibbles, then every row's scales; windowed formats: each row's
+// window chunks);
+// every stage starts 1024-byte aligned.
+template <int kN, int kOcc, int kWRowBytes>
 struct Tile {
-  static constexpr int kWBytes = kWNibBytes + kOuts * kScaleBytes;  // nibbles, then scales
+  static constexpr int kWBytes = kOuts * kWRowBytes;
   static constexpr int kAtomBytes = kN * 128;
   static constexpr int kXBytes = 2 * kAtomBytes;
   static constexpr int kStageBytes = kXBytes + kWBytes;
@@ -163,7 +227,7 @@ struct Tile {
 
 // One thread per (row, stage, step): reads the 4 consecutive values of the step from each of the
 // stage's 4 groups (one float4 each) and writes the step's 16 slots (two 16-byte stores).
-template <W4 F>
+template <WFormat F>
 __global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows, int64_t n_in,
                             __half* out) {
   pdl_wait();  // x comes from the kernel before; the GEMM before may still read `out`
@@ -200,13 +264,13 @@ __global__ void pack_kernel(const float* x, int64_t n_rows, int64_t padded_rows,
 // outputs), over n_in split k_splits ways: split blockIdx.y of a cluster along y, or with kSerial
 // every split in turn in this block (gridDim.y 1), each summed from zero and the partials added in
 // split order as the cluster adds them, so both give the same bits.
-template <W4 F, int kN, bool kSerial, int kOcc>
+template <WFormat F, int kN, bool kSerial, int kOcc>
 __global__ void __launch_bounds__(kThreads, kOcc)
     gemm_q4_0_wgmma_kernel(Matrices mats, int64_t n_in, const __half* xp, int n_rows,
                            bool accumulate, int k_splits) {
 #if defined(NOVASERVE_GPU_HAS_WGMMA)
-  constexpr int kScaleBytes = scale_bytes<F>();
-  using T = Tile<kN, kOcc, kScaleBytes>;
+  constexpr int kScaleBytes = w_row_bytes<F>() - kBlocksPerStage * kNibbleBytes;  // Q4_0, Q4_K
+  using T = Tile<kN, kOcc, w_row_bytes<F>()>;
   // k16 steps per wgmma group: the warps decode a group's steps into one A register set, then
   // issue them with one commit and one wait (two groups per stage). On an H100
   // (GemmQ4_0WgmmaTest.TimingOnLlama3_8BShapes, 2026-12-07) 4 timed within 2% of 2 up to 64 rows
@@ -246,11 +310,12 @@ __global__ void __launch_bounds__(kThreads, kOcc)
   const int n_st =
       static_cast<int>(kSerial ? n_k : (blockIdx.y + 1) * n_k / k_splits - st0);  // >= 1
 
-  // Weight copies: thread tid copies the same rows in every stage (4 threads a row's 64 nibble
-  // bytes, one thread a row's scales). Rows past n_out copy row n_out - 1 (not stored).
-  // Q4_0: pointers at this split's first stage, advanced by a constant per stage. Q4_K: pointers
-  // into the row's first super-block; stage sg (from the matrix's first) is in super-block sg / 2,
-  // its nibbles at 64 (sg % 2) after the header.
+  // Weight copies: thread tid copies the same rows in every stage (Q4_0, Q4_K: 4 threads a row's
+  // 64 nibble bytes, one thread a row's scales; windowed formats: chunks c = tid, tid + 256, ... of
+  // the rows' windows). Rows past n_out copy row n_out - 1 (not stored). Q4_0: pointers at this
+  // split's first stage, advanced by a constant per stage. Q4_K: pointers to the row's first
+  // super-block; stage sg (from the matrix's first) is half sg % 2 of super-block sg / 2.
+  // Windowed: pointers to the row's first byte.
   constexpr int kNibCopies = kOuts * kBlocksPerStage / kThreads;
   static_assert(kNibCopies * kThreads == kOuts * kBlocksPerStage);
   const auto clamp_out = [&](int row) { return o0 + row < n_out ? o0 + row : n_out - 1; };
@@ -261,7 +326,7 @@ __global__ void __launch_bounds__(kThreads, kOcc)
   for (int it = 0; it < kNibCopies; ++it) {
     const int c = tid + it * kThreads;
     const int row = c / kBlocksPerStage, b = c % kBlocksPerStage;
-    if constexpr (F == W4::kQ4_0) {
+    if constexpr (F == WFormat::kQ4_0) {
       nib_src[it] = block_nibbles(w, n_blocks, clamp_out(row), st0 * kBlocksPerStage + b);
     } else {
       nib_src[it] = w + clamp_out(row) * q4k_row_bytes + kQ4KHeaderBytes + b * kNibbleBytes;
@@ -269,9 +334,26 @@ __global__ void __launch_bounds__(kThreads, kOcc)
     nib_dst[it] = T::kXBytes + (row * kBlocksPerStage + b) * kNibbleBytes;
   }
   const uint8_t* scale_src =
-      F == W4::kQ4_0 ? block_scale(w, n_out, n_blocks, clamp_out(tid), st0 * kBlocksPerStage)
-                     : w + clamp_out(tid) * q4k_row_bytes;
+      F == WFormat::kQ4_0 ? block_scale(w, n_out, n_blocks, clamp_out(tid), st0 * kBlocksPerStage)
+                          : w + clamp_out(tid) * q4k_row_bytes;
   const int scale_dst = T::kXBytes + kWNibBytes + tid * kScaleBytes;
+  constexpr int kChunks = windowed<F>() ? window_chunks<F>() : 1;
+  constexpr int kWinCopies = windowed<F>() ? kOuts * kChunks / kThreads : 1;
+  static_assert(!windowed<F>() || kWinCopies * kThreads == kOuts * kChunks);
+  const int64_t win_row_bytes = n_in / block_values<F>() * block_bytes<F>();
+  const uint8_t* const w_end = w + n_out * win_row_bytes;  // windowed: nothing past it is read
+  const uint8_t* win_row[kWinCopies];
+  int win_dst[kWinCopies], win_chunk[kWinCopies];
+  if constexpr (windowed<F>()) {
+#pragma unroll
+    for (int it = 0; it < kWinCopies; ++it) {
+      const int c = tid + it * kThreads;
+      const int row = c / kChunks;
+      win_chunk[it] = c % kChunks;
+      win_row[it] = w + clamp_out(row) * win_row_bytes;
+      win_dst[it] = T::kXBytes + row * w_row_bytes<F>() + win_chunk[it] * 16;
+    }
+  }
   // Activation copies: a stage is kN rows x 16 chunks of 16 bytes (8 per swizzle atom); chunk c
   // of row r of atom a lands at chunk c ^ (r % 8) of that row (the 128-byte swizzle).
   constexpr int kXChunks = kN * 16;
@@ -287,12 +369,26 @@ __global__ void __launch_bounds__(kThreads, kOcc)
   }
   const auto issue_w = [&](int s, int slot) {
     uint8_t* dst = smem + slot * T::kStageBytes;
-    if constexpr (F == W4::kQ4_0) {
+    if constexpr (F == WFormat::kQ4_0) {
 #pragma unroll
       for (int it = 0; it < kNibCopies; ++it) {
         cp_async_16(dst + nib_dst[it], nib_src[it] + s * kBlocksPerStage * kNibbleBytes);
       }
       if (tid < kOuts) cp_async_8(dst + scale_dst, scale_src + s * kBlocksPerStage * 2);
+    } else if constexpr (windowed<F>()) {
+      // Each chunk counted from the aligned chunk holding the stage's anchor (up to 15 bytes before
+      // the anchor, inside the allocation: allocations are at least 256-byte aligned); the
+      // windows of the matrix's last stage may run past its end (zero-filled, nothing read there).
+      const int64_t sg = st0 + s;
+#pragma unroll
+      for (int it = 0; it < kWinCopies; ++it) {
+        const uint8_t* anchor = win_row[it] + stage_anchor<F>(sg);
+        const uint8_t* src = reinterpret_cast<const uint8_t*>(
+            (reinterpret_cast<uintptr_t>(anchor) & ~uintptr_t{15}) +
+            chunk_offset<F>(sg, win_chunk[it]));
+        const int64_t left = w_end - src;
+        cp_async_16_zfill(dst + win_dst[it], left > 0 ? src : w, left);
+      }
     } else {
       const int64_t sg = st0 + s;
       const int64_t super = (sg / 2) * kQ4KBytes;
@@ -336,6 +432,16 @@ __global__ void __launch_bounds__(kThreads, kOcc)
   float total[kSerial ? T::kAcc : 1];  // kSerial: the sum of the finished splits' partials
 
   const int row_in_block = wg * 64 + wq * 16 + g;  // this thread's A rows: it and it + 8
+  // Windowed: the offsets in their aligned chunks of this thread's two rows' first bytes (a
+  // stage's anchor is stage_anchor bytes further).
+  int base16[2] = {0, 0};
+  if constexpr (windowed<F>()) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      base16[h] = static_cast<int>(
+          reinterpret_cast<uintptr_t>(w + clamp_out(row_in_block + 8 * h) * win_row_bytes) & 15);
+    }
+  }
   // Stage s has landed for this thread (stage 0 waits for the prologue's activation group, the
   // last one committed); the fence hands its writes to wgmma's async proxy and the barrier
   // publishes everyone's. Every warpgroup reached the barrier with at most one wgmma group of
@@ -381,24 +487,61 @@ __global__ void __launch_bounds__(kThreads, kOcc)
     }
     const int slot = s % T::kStages;
     const uint8_t* ws = smem + slot * T::kStageBytes + T::kXBytes;
-    uint32_t nib[2][4];
-    // Q4_0: scale[h][0] is the block's d. Q4_K: scale[h] = {d, m} of the low nibbles' sub-block,
-    // then {d, m} of the high nibbles' (group t of stage sg: sub-blocks 4 (sg % 2) + 2 (t / 2)
-    // and the next).
-    __half2 scale[2][F == W4::kQ4_0 ? 1 : 4];
+    // The group's value words: nibbles (Q8_0: bytes, words q and 4 + q for step q).
+    uint32_t nib[2][F == WFormat::kQ8_0 ? 8 : 4];
+    uint32_t high[2][F == WFormat::kQ6_K ? 4 : 1];  // Q6_K: the qh words matching nib's
+    // Q4_0, Q8_0: scale[h][0] is the block's d. Q4_K: scale[h] = {d, m} of the low nibbles'
+    // sub-block, then {d, m} of the high nibbles' (group t of stage sg: sub-blocks 4 (sg % 2) +
+    // 2 (t / 2) and the next). Q6_K: d_j of the low values' sub-block (8 (sg % 2) + t), then the
+    // high ones' (4 further). Q4_1: {d, m}.
+    __half2 scale[2][F == WFormat::kQ4_0 || F == WFormat::kQ8_0 ? 1 : F == WFormat::kQ4_K ? 4 : 2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row_in_block + 8 * h;
-      const uint4 v =
-          *reinterpret_cast<const uint4*>(ws + (row * kBlocksPerStage + t) * kNibbleBytes);
-      nib[h][0] = v.x, nib[h][1] = v.y, nib[h][2] = v.z, nib[h][3] = v.w;
-      if constexpr (F == W4::kQ4_0) {
+      const int64_t sg = st0 + s;
+      if constexpr (windowed<F>()) {
+        // The stage's anchor in the row's window.
+        const uint8_t* win = ws + row * w_row_bytes<F>() +
+                             ((base16[h] + static_cast<int>(stage_anchor<F>(sg) & 15)) & 15);
+        if constexpr (F == WFormat::kQ6_K) {
+          const int n = static_cast<int>(sg % 2);
+          uint32_t u[4];
+          smem_load_at2(win + kQlWindow + 16 * t, nib[h]);
+          smem_load_at2(win + kQhWindow + 16 * (t % 2), u);
+          const int shift = 2 * (t / 2);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) high[h][i] = u[i] >> shift;
+          const float d = __half2float(
+              __ushort_as_half(*reinterpret_cast<const unsigned short*>(win + kScaleWindow + 16)));
+          const auto* sc = reinterpret_cast<const int8_t*>(win + kScaleWindow + 8 * n + t);
+          scale[h][0] = q6_k_sub_block(d, sc[0]);
+          scale[h][1] = q6_k_sub_block(d, sc[4]);
+        } else if constexpr (F == WFormat::kQ8_0) {
+          const uint8_t* block = win + 34 * t;  // 2-byte aligned
+          const __half d = __ushort_as_half(*reinterpret_cast<const unsigned short*>(block));
+          scale[h][0] = __halves2half2(d, d);
+          smem_load_at2(block + 2, nib[h]);
+        } else if constexpr (F == WFormat::kQ4_1) {
+          const uint8_t* block = win + 20 * t;  // 4-byte aligned
+          const __half2 dm = as_half2(*reinterpret_cast<const uint32_t*>(block));
+          scale[h][0] = __low2half2(dm);
+          scale[h][1] = __high2half2(dm);
+          const auto* words = reinterpret_cast<const uint32_t*>(block + 4);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) nib[h][i] = words[i];
+        }
+      } else {
+        const uint4 v =
+            *reinterpret_cast<const uint4*>(ws + (row * kBlocksPerStage + t) * kNibbleBytes);
+        nib[h][0] = v.x, nib[h][1] = v.y, nib[h][2] = v.z, nib[h][3] = v.w;
+      }
+      if constexpr (F == WFormat::kQ4_0) {
         const __half d = __ushort_as_half(*reinterpret_cast<const unsigned short*>(
             ws + kWNibBytes + (row * kBlocksPerStage + t) * 2));
         scale[h][0] = __halves2half2(d, d);
-      } else {
+      } else if constexpr (F == WFormat::kQ4_K) {
         const uint4 header = *reinterpret_cast<const uint4*>(ws + kWNibBytes + row * kScaleBytes);
-        const int j = 4 * static_cast<int>((st0 + s) % 2) + 2 * (t / 2);
+        const int j = 4 * static_cast<int>(sg % 2) + 2 * (t / 2);
         q4_k_sub_block(header, j, scale[h][0], scale[h][1]);
         q4_k_sub_block(header, j + 1, scale[h][2], scale[h][3]);
       }
@@ -414,8 +557,15 @@ __global__ void __launch_bounds__(kThreads, kOcc)
         uint32_t lo[2][2], hi[2][2];  // [row g, g+8][pair]
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          if constexpr (F == W4::kQ4_0) {
+          if constexpr (F == WFormat::kQ4_0) {
             dequant_word(nib[h][q], scale[h][0], lo[h], hi[h]);
+          } else if constexpr (F == WFormat::kQ6_K) {
+            dequant_word_q6(nib[h][q], high[h][q], scale[h][0], scale[h][1], lo[h], hi[h]);
+          } else if constexpr (F == WFormat::kQ8_0) {
+            dequant_word_q8(nib[h][q], nib[h][4 + q], scale[h][0], lo[h], hi[h]);
+          } else if constexpr (F == WFormat::kQ4_1) {
+            dequant_word_affine(nib[h][q], scale[h][0], scale[h][1], scale[h][0], scale[h][1],
+                                lo[h], hi[h]);
           } else {
             dequant_word_affine(nib[h][q], scale[h][0], scale[h][1], scale[h][2], scale[h][3],
                                 lo[h], hi[h]);
@@ -490,11 +640,11 @@ __global__ void __launch_bounds__(kThreads, kOcc)
 #endif
 }
 
-template <W4 F, int kN, bool kSerial, int kOcc>
+template <WFormat F, int kN, bool kSerial, int kOcc>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
               int n_rows, bool accumulate, cudaStream_t stream) {
   auto* kernel = gemm_q4_0_wgmma_kernel<F, kN, kSerial, kOcc>;
-  using T = Tile<kN, kOcc, scale_bytes<F>()>;
+  using T = Tile<kN, kOcc, w_row_bytes<F>()>;
   static PerDeviceOnce smem_limit;
   NOVASERVE_RETURN_IF_ERROR(gpu_status(
       smem_limit.call([&] { return set_max_dynamic_shared_bytes(kernel, T::kSmemBytes); }),
@@ -529,12 +679,12 @@ Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in,
       "gemm_q4_0_wgmma_kernel");
 }
 
-// Two blocks per multiprocessor only for Q4_0 (the plan keeps Q4_K at one: fewer kernels to
-// compile for an A/B switch).
-template <W4 F, int kN, bool kSerial>
+// Two blocks per multiprocessor only for Q4_0 (the plan keeps the other formats at one: fewer
+// kernels to compile for an A/B switch).
+template <WFormat F, int kN, bool kSerial>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
               int n_rows, bool accumulate, cudaStream_t stream) {
-  if constexpr (kN < kMaxTileRows && F == W4::kQ4_0) {
+  if constexpr (kN < kMaxTileRows && F == WFormat::kQ4_0) {
     if (plan.blocks_per_sm == 2) {
       return launch<F, kN, kSerial, 2>(plan, mats, n_in, xp, n_rows, accumulate, stream);
     }
@@ -542,7 +692,7 @@ Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in,
   return launch<F, kN, kSerial, 1>(plan, mats, n_in, xp, n_rows, accumulate, stream);
 }
 
-template <W4 F, int kN>
+template <WFormat F, int kN>
 Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in, const __half* xp,
               int n_rows, bool accumulate, cudaStream_t stream) {
   if constexpr (kN == kMaxTileRows) {
@@ -553,7 +703,7 @@ Status launch(const GemmQ4_0WgmmaPlan& plan, const Matrices& mats, int64_t n_in,
   return launch<F, kN, false>(plan, mats, n_in, xp, n_rows, accumulate, stream);
 }
 
-template <W4 F>
+template <WFormat F>
 Status pack(const float* x, int64_t n_rows, int64_t padded, int64_t n_in, __half* out,
             cudaStream_t stream) {
   constexpr int kPackThreads = 256;
@@ -565,7 +715,7 @@ Status pack(const float* x, int64_t n_rows, int64_t padded, int64_t n_in, __half
 }
 
 // The activation pack and the GEMM for format F.
-template <W4 F>
+template <WFormat F>
 Status pack_and_launch(const GemmQ4_0WgmmaPlan& p, const Matrices& mats, const float* x,
                        int64_t n_rows, int64_t n_in, __half* scratch, bool accumulate,
                        cudaStream_t stream) {
@@ -593,31 +743,31 @@ int64_t tile_rows_for(int64_t n_rows) {
 }
 
 // The plan's ring depth and shared memory for tiles of kN rows (blocks_per_sm already set).
-template <int kN, int kScaleBytes>
+template <int kN, int kWRowBytes>
 void tile_limits(GemmQ4_0WgmmaPlan& p) {
-  p.stages = Tile<kN, 1, kScaleBytes>::kStages;
-  p.smem_bytes = Tile<kN, 1, kScaleBytes>::kSmemBytes;
-  if constexpr (kN < kMaxTileRows) {
+  p.stages = Tile<kN, 1, kWRowBytes>::kStages;
+  p.smem_bytes = Tile<kN, 1, kWRowBytes>::kSmemBytes;
+  if constexpr (kN < kMaxTileRows && kWRowBytes == w_row_bytes<WFormat::kQ4_0>()) {  // Q4_0 only
     if (p.blocks_per_sm == 2) {
-      p.stages = Tile<kN, 2, kScaleBytes>::kStages;
-      p.smem_bytes = Tile<kN, 2, kScaleBytes>::kSmemBytes;
+      p.stages = Tile<kN, 2, kWRowBytes>::kStages;
+      p.smem_bytes = Tile<kN, 2, kWRowBytes>::kSmemBytes;
     }
   }
 }
 
-template <int kScaleBytes>
+template <int kWRowBytes>
 void tile_limits(GemmQ4_0WgmmaPlan& p) {
   switch (p.tile_rows) {
     case 8:
-      return tile_limits<8, kScaleBytes>(p);
+      return tile_limits<8, kWRowBytes>(p);
     case 16:
-      return tile_limits<16, kScaleBytes>(p);
+      return tile_limits<16, kWRowBytes>(p);
     case 32:
-      return tile_limits<32, kScaleBytes>(p);
+      return tile_limits<32, kWRowBytes>(p);
     case 64:
-      return tile_limits<64, kScaleBytes>(p);
+      return tile_limits<64, kWRowBytes>(p);
     default:
-      return tile_limits<128, kScaleBytes>(p);
+      return tile_limits<128, kWRowBytes>(p);
   }
 }
 
@@ -638,15 +788,17 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
   const GgmlType type = ws[0].type;
   int64_t out_tiles = 0;
   for (const WeightMatrix& w : ws) {
-    if (w.type != GgmlType::kQ4_0 && w.type != GgmlType::kQ4_K) {
+    if (w.type != GgmlType::kQ4_0 && w.type != GgmlType::kQ4_K && w.type != GgmlType::kQ6_K &&
+        w.type != GgmlType::kQ8_0 && w.type != GgmlType::kQ4_1) {
       return Err(ErrorCode::kUnsupported,
-                 "gpu::gemm_q4_0_wgmma: weights must be Q4_0 (split layout) or Q4_K");
+                 "gpu::gemm_q4_0_wgmma: weights must be Q4_0 (split layout), Q4_1, Q8_0, Q4_K or "
+                 "Q6_K");
     }
     if (w.type != type) {
       return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: the matrices' types differ");
     }
-    const int64_t multiple =
-        type == GgmlType::kQ4_K ? int64_t{kQ4KValues} : kGemmQ4_0WgmmaInMultiple;
+    const bool k_quant = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;  // super-blocks
+    const int64_t multiple = k_quant ? int64_t{kQ4KValues} : kGemmQ4_0WgmmaInMultiple;
     if (w.n_in <= 0 || w.n_in % multiple != 0 || w.n_out < 1) {
       return Err(ErrorCode::kInvalidInput,
                  "gpu::gemm_q4_0_wgmma: needs n_in a positive multiple of " +
@@ -658,8 +810,15 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
                                                std::to_string(n_in) + " and " +
                                                std::to_string(w.n_in) + ")");
     }
-    if (!aligned16(w.data)) {
-      return Err(ErrorCode::kInvalidInput, "gpu::gemm_q4_0_wgmma: weights must be 16-byte aligned");
+    // The windowed formats' copies start at aligned chunks whatever the address; their fields
+    // need the alignment of their blocks (Q6_K, Q8_0: 2 bytes; Q4_1: 4).
+    const int alignment = type == GgmlType::kQ6_K || type == GgmlType::kQ8_0 ? 2
+                          : type == GgmlType::kQ4_1                          ? 4
+                                                                             : 16;
+    if (reinterpret_cast<uintptr_t>(w.data) % alignment != 0) {
+      return Err(ErrorCode::kInvalidInput,
+                 "gpu::gemm_q4_0_wgmma: " + std::string(ggml_type_traits(type).name) +
+                     " weights must be " + std::to_string(alignment) + "-byte aligned");
     }
     out_tiles += (w.n_out + kOuts - 1) / kOuts;
   }
@@ -690,9 +849,14 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
     return Err(ErrorCode::kUnsupported,
                "gpu::gemm_q4_0_wgmma: needs compute capability 9.0 (sm_90a code)");
   }
-  // Tiles of 128 rows take the most shared memory (Tile<kMaxTileRows>), Q4_K's more scales
-  // the most of the formats.
-  constexpr int kMostSmem = Tile<kMaxTileRows, 1, scale_bytes<W4::kQ4_K>()>::kSmemBytes;
+  // Tiles of 128 rows take the most shared memory (Tile<kMaxTileRows>): the most of the formats'
+  // rings (more bytes per row can mean fewer stages).
+  constexpr int kMostSmem =
+      std::max({Tile<kMaxTileRows, 1, w_row_bytes<WFormat::kQ4_0>()>::kSmemBytes,
+                Tile<kMaxTileRows, 1, w_row_bytes<WFormat::kQ4_K>()>::kSmemBytes,
+                Tile<kMaxTileRows, 1, w_row_bytes<WFormat::kQ6_K>()>::kSmemBytes,
+                Tile<kMaxTileRows, 1, w_row_bytes<WFormat::kQ8_0>()>::kSmemBytes,
+                Tile<kMaxTileRows, 1, w_row_bytes<WFormat::kQ4_1>()>::kSmemBytes});
   if (kMostSmem > limits->smem_optin) {
     return Err(ErrorCode::kUnsupported,
                "gpu::gemm_q4_0_wgmma: needs " + std::to_string(kMostSmem) +
@@ -716,8 +880,8 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
                                                   n_k / kMinStagesPerSplit})));
   // Tiles of up to 64 rows may run two blocks per multiprocessor, each with half the ring
   // (options.blocks_per_sm; NOVASERVE_GPU_WGMMA_BLOCKS_PER_SM in GpuMatmul); tiles of 128 rows
-  // need the whole ring and run one.
-  plan.blocks_per_sm = plan.tile_rows == kMaxTileRows || type == GgmlType::kQ4_K ? 1
+  // need the whole ring and run one, as the other formats do.
+  plan.blocks_per_sm = plan.tile_rows == kMaxTileRows || type != GgmlType::kQ4_0 ? 1
                        : options.blocks_per_sm != 0 ? options.blocks_per_sm
                                                     : kDefaultBlocksPerSm;
   // With enough tiles of 128 rows to fill the multiprocessors without splitting (prefill), one
@@ -726,9 +890,13 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
   plan.serial_splits = plan.k_splits > 1 && plan.tile_rows == kMaxTileRows &&
                        plan.row_tiles * plan.out_tiles >= block_budget;
   if (type == GgmlType::kQ4_K) {
-    tile_limits<scale_bytes<W4::kQ4_K>()>(plan);
+    tile_limits<w_row_bytes<WFormat::kQ4_K>()>(plan);
+  } else if (type == GgmlType::kQ6_K || type == GgmlType::kQ8_0) {
+    tile_limits<w_row_bytes<WFormat::kQ6_K>()>(plan);
+  } else if (type == GgmlType::kQ4_1) {
+    tile_limits<w_row_bytes<WFormat::kQ4_1>()>(plan);
   } else {
-    tile_limits<scale_bytes<W4::kQ4_0>()>(plan);
+    tile_limits<w_row_bytes<WFormat::kQ4_0>()>(plan);
   }
   return plan;
 }
@@ -790,11 +958,23 @@ Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, i
     }
   }
   if (ws[0].type == GgmlType::kQ4_K) {
-    return pack_and_launch<W4::kQ4_K>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
-                                      accumulate, stream);
+    return pack_and_launch<WFormat::kQ4_K>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
+                                           accumulate, stream);
   }
-  return pack_and_launch<W4::kQ4_0>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch, accumulate,
-                                    stream);
+  if (ws[0].type == GgmlType::kQ6_K) {
+    return pack_and_launch<WFormat::kQ6_K>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
+                                           accumulate, stream);
+  }
+  if (ws[0].type == GgmlType::kQ8_0) {
+    return pack_and_launch<WFormat::kQ8_0>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
+                                           accumulate, stream);
+  }
+  if (ws[0].type == GgmlType::kQ4_1) {
+    return pack_and_launch<WFormat::kQ4_1>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
+                                           accumulate, stream);
+  }
+  return pack_and_launch<WFormat::kQ4_0>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
+                                         accumulate, stream);
 }
 
 Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
