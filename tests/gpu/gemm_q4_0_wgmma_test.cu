@@ -195,22 +195,30 @@ TEST_F(GemmQ4_0WgmmaTest, Q8_0AndQ4_1MatchCpuMatmulAndAreBatchInvariantAndDeterm
 TEST_F(GemmQ4_0WgmmaTest, WindowedTypesAtOffsetsGiveTheSameBits) {
   SCOPED_TRACE(seed_note());
   ThreadPool pool(0);
-  const int64_t n_in = 1536, n_out = 300;
-  for (const auto& [type, shifts] : {std::pair{GgmlType::kQ6_K, std::vector<int64_t>{2, 6}},
-                                     std::pair{GgmlType::kQ8_0, std::vector<int64_t>{2, 6}},
-                                     std::pair{GgmlType::kQ4_1, std::vector<int64_t>{4, 12}}}) {
-    const Q4GemmCase c = test::make_q4_gemm_case(n_in, n_out, 130, rng_, pool, stream_, type);
+  const int64_t n_out = 300;
+  struct Case {
+    GgmlType type;
+    int64_t n_in;
+    std::vector<int64_t> shifts;
+  };
+  // Rows of 384 Q8_0 inputs (3 stages) put the matrix's last stage at other offsets, some with a
+  // window chunk wholly past the end (copied from nowhere, zero-filled).
+  for (const Case& k :
+       {Case{GgmlType::kQ6_K, 1536, {2, 6}}, Case{GgmlType::kQ8_0, 1536, {2, 6}},
+        Case{GgmlType::kQ8_0, 384, {2, 4, 6, 12, 14}}, Case{GgmlType::kQ4_1, 1536, {4, 12}}}) {
+    const Q4GemmCase c = test::make_q4_gemm_case(k.n_in, n_out, 130, rng_, pool, stream_, k.type);
     const std::vector<uint8_t> bytes = c.split->download();
-    for (int64_t shift : shifts) {
-      SCOPED_TRACE(::testing::Message() << ggml_type_traits(type).name << " at offset " << shift);
+    for (int64_t shift : k.shifts) {
+      SCOPED_TRACE(::testing::Message() << ggml_type_traits(k.type).name << " [" << k.n_in << " -> "
+                                        << n_out << "] at offset " << shift);
       std::vector<uint8_t> shifted(static_cast<size_t>(shift), 0);
       shifted.insert(shifted.end(), bytes.begin(), bytes.end());
       DeviceBuffer<uint8_t> d_shifted(shifted);
-      const WeightMatrix at{c.split->get(), type, n_in, n_out};
-      const WeightMatrix off{d_shifted.get() + shift, type, n_in, n_out};
+      const WeightMatrix at{c.split->get(), k.type, k.n_in, n_out};
+      const WeightMatrix off{d_shifted.get() + shift, k.type, k.n_in, n_out};
       for (int64_t rows : {9, 130}) {
         SCOPED_TRACE(::testing::Message() << "rows " << rows);
-        const auto x = first_rows(c.x, rows, n_in);
+        const auto x = first_rows(c.x, rows, k.n_in);
         const auto got = run(off, x, rows);
         EXPECT_TRUE(same_bits(got, run(at, x, rows)));
         EXPECT_LT(nmse(got, first_rows(c.ref16, rows, n_out)), test::kQ4GemmF16RefNmse);

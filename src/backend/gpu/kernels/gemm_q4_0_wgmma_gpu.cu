@@ -109,7 +109,7 @@ constexpr int kSteps = kStageK / 16;                                // k16 steps
 constexpr int kWNibBytes = kOuts * kBlocksPerStage * kNibbleBytes;  // Q4_0, Q4_K
 constexpr int kMaxSplits = 8;                                       // the portable cluster size
 constexpr int kMinStagesPerSplit = 2;
-constexpr int kRingBudget = 210 * 1024;  // shared memory for the rings (227 KB per SM at most)
+constexpr int kRingBudget = 216 * 1024;  // shared memory for the rings (227 KB per SM at most)
 constexpr int kMaxStages = 8;
 constexpr int kMaxTileRows = 128;
 constexpr int kDefaultBlocksPerSm = 1;  // for tiles below kMaxTileRows rows (see the plan)
@@ -179,11 +179,15 @@ __host__ __device__ constexpr int chunk_offset(int64_t sg, int c) {
   return F == WFormat::kQ6_K ? q6_k_window_chunk(static_cast<int>(sg % 2), c) : 16 * c;
 }
 
-// Shared-memory bytes of one output row's weights per stage.
+// Shared-memory bytes of one output row's weights per stage. Q8_0's and Q4_1's rows get 16 bytes
+// of pad so that the 32 lanes of a warp (8 rows x 4 groups) spread their 32-bit loads over more
+// banks: at most 2 lanes of different addresses per bank for Q8_0 instead of 4, 1 for Q4_1 instead
+// of 2 (a host-side count over every offset); no pitch that keeps the 16-byte chunks aligned does
+// better than Q6_K's 160 bytes (4).
 template <WFormat F>
 __host__ __device__ constexpr int w_row_bytes() {
   if constexpr (windowed<F>()) {
-    return 16 * window_chunks<F>();
+    return 16 * window_chunks<F>() + (F == WFormat::kQ6_K ? 0 : 16);
   } else {
     return kBlocksPerStage * kNibbleBytes +
            (F == WFormat::kQ4_0 ? kBlocksPerStage * 2 : kQ4KHeaderBytes);
@@ -383,11 +387,13 @@ __global__ void __launch_bounds__(kThreads, kOcc)
 #pragma unroll
       for (int it = 0; it < kWinCopies; ++it) {
         const uint8_t* anchor = win_row[it] + stage_anchor<F>(sg);
-        const uint8_t* src = reinterpret_cast<const uint8_t*>(
-            (reinterpret_cast<uintptr_t>(anchor) & ~uintptr_t{15}) +
-            chunk_offset<F>(sg, win_chunk[it]));
+        const auto* base =
+            reinterpret_cast<const uint8_t*>(reinterpret_cast<uintptr_t>(anchor) & ~uintptr_t{15});
+        const uint8_t* src = base + chunk_offset<F>(sg, win_chunk[it]);
         const int64_t left = w_end - src;
-        cp_async_16_zfill(dst + win_dst[it], left > 0 ? src : w, left);
+        // A chunk wholly past the end reads nothing; its address is still an aligned one inside
+        // the allocation (the anchor's chunk), as cp.async asks.
+        cp_async_16_zfill(dst + win_dst[it], left > 0 ? src : base, left);
       }
     } else {
       const int64_t sg = st0 + s;
@@ -891,8 +897,10 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
                        plan.row_tiles * plan.out_tiles >= block_budget;
   if (type == GgmlType::kQ4_K) {
     tile_limits<w_row_bytes<WFormat::kQ4_K>()>(plan);
-  } else if (type == GgmlType::kQ6_K || type == GgmlType::kQ8_0) {
+  } else if (type == GgmlType::kQ6_K) {
     tile_limits<w_row_bytes<WFormat::kQ6_K>()>(plan);
+  } else if (type == GgmlType::kQ8_0) {
+    tile_limits<w_row_bytes<WFormat::kQ8_0>()>(plan);
   } else if (type == GgmlType::kQ4_1) {
     tile_limits<w_row_bytes<WFormat::kQ4_1>()>(plan);
   } else {
