@@ -188,9 +188,8 @@ template <WFormat F>
 __host__ __device__ constexpr int w_row_bytes() {
   if constexpr (windowed<F>()) {
     return 16 * window_chunks<F>() + (F == WFormat::kQ6_K ? 0 : 16);
-  } else {
-    return kBlocksPerStage * kNibbleBytes +
-           (F == WFormat::kQ4_0 ? kBlocksPerStage * 2 : kQ4KHeaderBytes);
+  } else {  // every row's nibbles (kWNibBytes in all), then its scales
+    return kWNibBytes / kOuts + (F == WFormat::kQ4_0 ? kBlocksPerStage * 2 : kQ4KHeaderBytes);
   }
 }
 
