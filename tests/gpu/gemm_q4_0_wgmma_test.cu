@@ -533,35 +533,34 @@ TEST_F(GemmQ4_0WgmmaTest, RejectsBadArguments) {
             ErrorCode::kUnsupported);
   EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_0, 96, 64}, d_x.get(), 9, scratch.get()),
             "ok");
-  // Q4_K and Q6_K need whole super-blocks of 256 inputs; Q6_K 2-byte alignment (Q4_0 and Q4_K
-  // 16-byte: below).
-  EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_K, 128, 64}, d_x.get(), 9, scratch.get()),
-            "ok");
-  EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ6_K, 128, 64}, d_x.get(), 9, scratch.get()),
-            "ok");
-  EXPECT_NE(
-      code(WeightMatrix{d_w.get() + 1, GgmlType::kQ6_K, 256, 64}, d_x.get(), 9, scratch.get()),
-      "ok");
-  EXPECT_EQ(
-      code(WeightMatrix{d_w.get() + 2, GgmlType::kQ6_K, 256, 64}, d_x.get(), 9, scratch.get()),
-      "ok");
-  // Q8_0 and Q4_1 take whole stages of 128 inputs, and their blocks' alignment (2 and 4 bytes).
-  EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ8_0, 96, 64}, d_x.get(), 9, scratch.get()),
-            "ok");
-  EXPECT_NE(
-      code(WeightMatrix{d_w.get() + 1, GgmlType::kQ8_0, 128, 64}, d_x.get(), 9, scratch.get()),
-      "ok");
-  EXPECT_NE(
-      code(WeightMatrix{d_w.get() + 2, GgmlType::kQ4_1, 128, 64}, d_x.get(), 9, scratch.get()),
-      "ok");
-  EXPECT_EQ(
-      code(WeightMatrix{d_w.get() + 4, GgmlType::kQ4_1, 128, 64}, d_x.get(), 9, scratch.get()),
-      "ok");
-  EXPECT_NE(code(WeightMatrix{d_w.get(), GgmlType::kQ4_0, 128, 0}, d_x.get(), 9, scratch.get()),
-            "ok");
-  EXPECT_NE(
-      code(WeightMatrix{d_w.get() + 2, GgmlType::kQ4_0, 128, 64}, d_x.get(), 9, scratch.get()),
-      "ok");
+  // Weights: (type, byte offset from an aligned address, n_in, n_out, whether taken). Q4_0 takes
+  // stages of 128 inputs, Q4_K and Q6_K whole super-blocks of 256; Q4_0 and Q4_K need 16-byte
+  // alignment, Q6_K and Q8_0 2-byte, Q4_1 4-byte.
+  struct WeightCase {
+    GgmlType type;
+    int64_t offset, n_in, n_out;
+    bool ok;
+  };
+  for (const WeightCase& k : {WeightCase{GgmlType::kQ4_K, 0, 128, 64, false},
+                              WeightCase{GgmlType::kQ6_K, 0, 128, 64, false},
+                              WeightCase{GgmlType::kQ6_K, 1, 256, 64, false},
+                              WeightCase{GgmlType::kQ6_K, 2, 256, 64, true},
+                              WeightCase{GgmlType::kQ8_0, 0, 96, 64, false},
+                              WeightCase{GgmlType::kQ8_0, 1, 128, 64, false},
+                              WeightCase{GgmlType::kQ4_1, 2, 128, 64, false},
+                              WeightCase{GgmlType::kQ4_1, 4, 128, 64, true},
+                              WeightCase{GgmlType::kQ4_0, 0, 128, 0, false},
+                              WeightCase{GgmlType::kQ4_0, 2, 128, 64, false}}) {
+    SCOPED_TRACE(::testing::Message() << ggml_type_traits(k.type).name << " at offset " << k.offset
+                                      << ", " << k.n_in << " x " << k.n_out);
+    const std::string got = code(WeightMatrix{d_w.get() + k.offset, k.type, k.n_in, k.n_out},
+                                 d_x.get(), 9, scratch.get());
+    if (k.ok) {
+      EXPECT_EQ(got, "ok");
+    } else {
+      EXPECT_NE(got, "ok");
+    }
+  }
   EXPECT_NE(code(ok, d_x.get() + 1, 9, scratch.get()), "ok");  // misaligned activations
   EXPECT_NE(code(ok, d_x.get(), 9, nullptr), "ok");
   EXPECT_NE(code(ok, d_x.get(), -1, scratch.get()), "ok");

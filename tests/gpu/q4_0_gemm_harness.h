@@ -37,13 +37,23 @@ namespace novaserve::gpu::test {
 inline constexpr double kQ4GemmF32RefNmse = 1e-5;
 inline constexpr double kQ4GemmF16RefNmse = 1e-8;
 
+/// Every `Block` of w decoded by decode(block, out), which appends the block's `values` fp16
+/// values to out: the loop of the reference decoders below.
+template <typename Block, typename Decode>
+std::vector<uint16_t> decode_blocks(const std::vector<uint8_t>& w, int values, Decode&& decode) {
+  std::vector<uint16_t> out;
+  out.reserve(w.size() / sizeof(Block) * static_cast<size_t>(values));
+  for (size_t off = 0; off + sizeof(Block) <= w.size(); off += sizeof(Block)) {
+    Block b;
+    std::memcpy(&b, w.data() + off, sizeof(b));
+    decode(b, out);
+  }
+  return out;
+}
+
 /// Q4_K weights decoded to fp16 as the wgmma GEMM decodes them (see the top of this file).
 inline std::vector<uint16_t> q4_k_to_f16_as_gemm(const std::vector<uint8_t>& w) {
-  std::vector<uint16_t> out;
-  out.reserve(w.size() / sizeof(BlockQ4K) * 256);
-  for (size_t off = 0; off + sizeof(BlockQ4K) <= w.size(); off += sizeof(BlockQ4K)) {
-    BlockQ4K b;
-    std::memcpy(&b, w.data() + off, sizeof(b));
+  return decode_blocks<BlockQ4K>(w, 256, [](const BlockQ4K& b, std::vector<uint16_t>& out) {
     const float d = fp16_to_f32(b.d), dmin = fp16_to_f32(b.dmin);
     for (int j = 0; j < 8; ++j) {  // sub-block j: inputs 32j.., nibbles of bytes 32 (j / 2)..
       int scale, min;
@@ -55,33 +65,23 @@ inline std::vector<uint16_t> q4_k_to_f16_as_gemm(const std::vector<uint8_t>& w) 
         out.push_back(f32_to_fp16(std::fma(static_cast<float>(q), hd, hm)));
       }
     }
-  }
-  return out;
+  });
 }
 
 /// Q4_1 weights decoded to fp16 as the wgmma GEMM decodes them (see the top of this file).
 inline std::vector<uint16_t> q4_1_to_f16_as_gemm(const std::vector<uint8_t>& w) {
-  std::vector<uint16_t> out;
-  out.reserve(w.size() / sizeof(BlockQ4_1) * 32);
-  for (size_t off = 0; off + sizeof(BlockQ4_1) <= w.size(); off += sizeof(BlockQ4_1)) {
-    BlockQ4_1 b;
-    std::memcpy(&b, w.data() + off, sizeof(b));
+  return decode_blocks<BlockQ4_1>(w, 32, [](const BlockQ4_1& b, std::vector<uint16_t>& out) {
     const float d = fp16_to_f32(b.d), m = fp16_to_f32(b.m);
     for (int v = 0; v < 32; ++v) {  // value v < 16: low nibble of byte v; v >= 16: high of v - 16
       const int q = v < 16 ? b.qs[v] & 0xf : b.qs[v - 16] >> 4;
       out.push_back(f32_to_fp16(std::fma(static_cast<float>(q), d, m)));
     }
-  }
-  return out;
+  });
 }
 
 /// Q6_K weights decoded to fp16 as the wgmma GEMM decodes them (see the top of this file).
 inline std::vector<uint16_t> q6_k_to_f16_as_gemm(const std::vector<uint8_t>& w) {
-  std::vector<uint16_t> out;
-  out.reserve(w.size() / sizeof(BlockQ6K) * 256);
-  for (size_t off = 0; off + sizeof(BlockQ6K) <= w.size(); off += sizeof(BlockQ6K)) {
-    BlockQ6K b;
-    std::memcpy(&b, w.data() + off, sizeof(b));
+  return decode_blocks<BlockQ6K>(w, 256, [](const BlockQ6K& b, std::vector<uint16_t>& out) {
     const float d = fp16_to_f32(b.d);
     for (int i = 0; i < 256; ++i) {  // half n, value l of its 128 (ggml's dequantize_row_q6_K)
       const int n = i / 128, l = i % 128, quarter = l / 32, l32 = l % 32;
@@ -91,8 +91,7 @@ inline std::vector<uint16_t> q6_k_to_f16_as_gemm(const std::vector<uint8_t>& w) 
       const float ds = fp16_to_f32(f32_to_fp16(d * static_cast<float>(b.scales[i / 16])));
       out.push_back(f32_to_fp16(static_cast<float>(q - 32) * ds));
     }
-  }
-  return out;
+  });
 }
 
 /// A random Q4_0 matrix on the device in the split layout (`type` Q4_1, Q8_0, Q4_K or Q6_K: a

@@ -46,9 +46,8 @@ Result<std::unique_ptr<ModelRunner>> create_gpu_runner(std::shared_ptr<const Ggu
 Result<std::unique_ptr<GpuLlamaRunner>> GpuLlamaRunner::create(std::shared_ptr<const GgufFile> file,
                                                                const GpuRunnerOptions& options) {
   // NOVASERVE_GPU_PROFILE, checked before the weights load so that a typo costs no load.
-  const std::string profile = std::getenv("NOVASERVE_GPU_PROFILE") != nullptr
-                                  ? std::getenv("NOVASERVE_GPU_PROFILE")
-                                  : std::string();
+  const char* profile_env = std::getenv("NOVASERVE_GPU_PROFILE");
+  const std::string profile = profile_env != nullptr ? profile_env : "";
   if (!profile.empty() && profile != "0" && profile != "1" && profile != "steps") {
     return Err(ErrorCode::kInvalidInput,
                "NOVASERVE_GPU_PROFILE=" + profile + ": expected 1 (per op), steps (per step) or 0");

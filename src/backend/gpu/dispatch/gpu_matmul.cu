@@ -66,10 +66,9 @@ Result<std::unique_ptr<GpuMatmul>> GpuMatmul::create(cudaStream_t stream) {
   std::unique_ptr<GpuMatmul> m(new GpuMatmul());
   m->stream_ = stream;
   // Split Q4_0 matrices and Q4_1, Q8_0, Q4_K and Q6_K ones keep no fp16 copy where the wgmma GEMM
-  // takes them (a compute
-  // capability 9.0 device), which then runs at every row count. NOVASERVE_GPU_WGMMA_MAX_ROWS=N (a
-  // number; "all" is the default) keeps the copies and gives the wgmma GEMM up to N rows (0: the
-  // path before it), for A/B runs.
+  // takes them (a compute capability 9.0 device), which then runs at every row count.
+  // NOVASERVE_GPU_WGMMA_MAX_ROWS=N (a number; "all" is the default) keeps the copies and gives the
+  // wgmma GEMM up to N rows (0: the path before it), for A/B runs.
   if (const char* env = std::getenv("NOVASERVE_GPU_WGMMA_MAX_ROWS"); env != nullptr) {
     m->wgmma_all_ = std::strcmp(env, "all") == 0;
     if (!m->wgmma_all_) {

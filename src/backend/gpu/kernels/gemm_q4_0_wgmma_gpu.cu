@@ -36,8 +36,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 
 #include "backend/gpu/kernels/block_window.h"
 #include "backend/gpu/kernels/gemm_q4_0_wgmma.h"
@@ -776,6 +778,43 @@ void tile_limits(GemmQ4_0WgmmaPlan& p) {
   }
 }
 
+// The kernel's format of a weight type (Q4_0 in the split layout), none for the types it does not
+// read: the one map from GgmlType to WFormat, for the plan and the launch alike.
+std::optional<WFormat> format_of(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ4_0:
+      return WFormat::kQ4_0;
+    case GgmlType::kQ4_1:
+      return WFormat::kQ4_1;
+    case GgmlType::kQ8_0:
+      return WFormat::kQ8_0;
+    case GgmlType::kQ4_K:
+      return WFormat::kQ4_K;
+    case GgmlType::kQ6_K:
+      return WFormat::kQ6_K;
+    default:
+      return std::nullopt;
+  }
+}
+
+// fn(std::integral_constant<WFormat, f>{}): a format known at run time as a template argument.
+template <typename Fn>
+decltype(auto) with_format(WFormat f, Fn&& fn) {
+  using enum WFormat;
+  switch (f) {
+    case kQ4_1:
+      return fn(std::integral_constant<WFormat, kQ4_1>{});
+    case kQ8_0:
+      return fn(std::integral_constant<WFormat, kQ8_0>{});
+    case kQ4_K:
+      return fn(std::integral_constant<WFormat, kQ4_K>{});
+    case kQ6_K:
+      return fn(std::integral_constant<WFormat, kQ6_K>{});
+    default:
+      return fn(std::integral_constant<WFormat, kQ4_0>{});
+  }
+}
+
 }  // namespace
 
 Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws, int64_t n_rows,
@@ -793,8 +832,7 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
   const GgmlType type = ws[0].type;
   int64_t out_tiles = 0;
   for (const WeightMatrix& w : ws) {
-    if (w.type != GgmlType::kQ4_0 && w.type != GgmlType::kQ4_K && w.type != GgmlType::kQ6_K &&
-        w.type != GgmlType::kQ8_0 && w.type != GgmlType::kQ4_1) {
+    if (!format_of(w.type)) {
       return Err(ErrorCode::kUnsupported,
                  "gpu::gemm_q4_0_wgmma: weights must be Q4_0 (split layout), Q4_1, Q8_0, Q4_K or "
                  "Q6_K");
@@ -894,17 +932,8 @@ Result<GemmQ4_0WgmmaPlan> gemm_q4_0_wgmma_plan(std::span<const WeightMatrix> ws,
   // with the row count), without the short blocks and cluster reductions of split-K.
   plan.serial_splits = plan.k_splits > 1 && plan.tile_rows == kMaxTileRows &&
                        plan.row_tiles * plan.out_tiles >= block_budget;
-  if (type == GgmlType::kQ4_K) {
-    tile_limits<w_row_bytes<WFormat::kQ4_K>()>(plan);
-  } else if (type == GgmlType::kQ6_K) {
-    tile_limits<w_row_bytes<WFormat::kQ6_K>()>(plan);
-  } else if (type == GgmlType::kQ8_0) {
-    tile_limits<w_row_bytes<WFormat::kQ8_0>()>(plan);
-  } else if (type == GgmlType::kQ4_1) {
-    tile_limits<w_row_bytes<WFormat::kQ4_1>()>(plan);
-  } else {
-    tile_limits<w_row_bytes<WFormat::kQ4_0>()>(plan);
-  }
+  with_format(*format_of(type),
+              [&](auto f) { tile_limits<w_row_bytes<decltype(f)::value>()>(plan); });
   return plan;
 }
 
@@ -964,24 +993,10 @@ Status gemm_q4_0_wgmma_multi(std::span<const WeightMatrix> ws, const float* x, i
       mats.tile_end[i] = std::numeric_limits<int>::max();
     }
   }
-  if (ws[0].type == GgmlType::kQ4_K) {
-    return pack_and_launch<WFormat::kQ4_K>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
-                                           accumulate, stream);
-  }
-  if (ws[0].type == GgmlType::kQ6_K) {
-    return pack_and_launch<WFormat::kQ6_K>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
-                                           accumulate, stream);
-  }
-  if (ws[0].type == GgmlType::kQ8_0) {
-    return pack_and_launch<WFormat::kQ8_0>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
-                                           accumulate, stream);
-  }
-  if (ws[0].type == GgmlType::kQ4_1) {
-    return pack_and_launch<WFormat::kQ4_1>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
-                                           accumulate, stream);
-  }
-  return pack_and_launch<WFormat::kQ4_0>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
-                                         accumulate, stream);
+  return with_format(*format_of(ws[0].type), [&](auto f) {
+    return pack_and_launch<decltype(f)::value>(plan.value(), mats, x, n_rows, ws[0].n_in, scratch,
+                                               accumulate, stream);
+  });
 }
 
 Status gemm_q4_0_wgmma(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
